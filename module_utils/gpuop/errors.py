@@ -1,0 +1,13 @@
+"""The one error type gpuop's logic raises for bad input or a failed observation.
+
+Modules turn it into a single ``fail_json`` message; anything else escaping is a bug.
+"""
+
+
+class GpuopError(Exception):
+    """Bad input or an observation that failed; ``str()`` is the whole user-facing message."""
+
+    def __init__(self, msg, **details):
+        super().__init__(msg)
+        self.msg = msg
+        self.details = details

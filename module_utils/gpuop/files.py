@@ -1,0 +1,70 @@
+"""Deterministic file output: compare, diff, and atomic replace (temp file in the same folder)."""
+
+import os
+import stat
+import tempfile
+
+
+def read_text(path):
+    """Return the file's text, or None when it does not exist."""
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def atomic_write(path, content, mode=0o644):
+    """Write ``content`` to ``path`` through a temp file in the same folder, then rename.
+
+    A reader (or a run killed half-way) sees the old file or the new one, never a part.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def ensure_file(path, content, mode=0o644, check_mode=False):
+    """Make ``path`` hold exactly ``content`` with ``mode``.
+
+    Returns ``(changed, diff)`` where diff is Ansible's before/after dict. In check mode the
+    answer is computed and nothing is written, not even a parent folder.
+    """
+    before = read_text(path)
+    current_mode = None
+    if before is not None:
+        current_mode = stat.S_IMODE(os.stat(path).st_mode)
+    content_changed = before != content
+    mode_changed = before is not None and current_mode != mode
+    diff = {
+        "before": before if before is not None else "",
+        "after": content,
+        "before_header": "%s (content)" % path,
+        "after_header": "%s (content)" % path,
+    }
+    if not (content_changed or mode_changed):
+        return False, diff
+    if not check_mode:
+        if content_changed:
+            atomic_write(path, content, mode)
+        else:
+            os.chmod(path, mode)
+    return True, diff
+
+
+def key_value_lines(pairs):
+    """Render ``[(KEY, value), ...]`` as ``KEY=value`` lines with a trailing newline."""
+    return "".join("%s=%s\n" % (key, value) for key, value in pairs)

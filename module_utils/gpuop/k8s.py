@@ -1,0 +1,177 @@
+"""Talking to a cluster: one client per module run, raw JSON in and out, bounded waits.
+
+Raw JSON (``_preload_content=False``) instead of the client's model objects: decoding a
+thousand pods into models costs seconds, a JSON parse costs milliseconds.
+"""
+
+import json
+import os
+import time
+
+from .errors import GpuopError
+
+try:
+    from kubernetes import config as k8s_config
+    from kubernetes.client.rest import ApiException
+    from urllib3 import exceptions as urllib3_exceptions
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - reported by the module shell
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = exc
+
+# Shared options of every module that talks to a cluster (deep-copied by each module).
+K8S_ARG_SPEC = {
+    "kubeconfig": {"type": "path", "required": True},
+    "context": {"type": "str"},
+    "request_timeout": {"type": "float", "default": 10.0},
+}
+
+MANAGED_BY_KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+POLL_INTERVAL = 0.2
+
+
+class NotFound(GpuopError):
+    """The API answered 404."""
+
+
+class Cluster(object):
+    """A thin raw-JSON client over the kubernetes package's ApiClient."""
+
+    def __init__(self, kubeconfig, context=None, request_timeout=10.0):
+        if not HAS_KUBERNETES:
+            raise GpuopError("the python 'kubernetes' package is missing: %s" % KUBERNETES_IMPORT_ERROR)
+        if not os.path.isfile(kubeconfig):
+            raise GpuopError("kubeconfig %s does not exist" % kubeconfig)
+        try:
+            self.api = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
+        except Exception as exc:  # the loader raises several unrelated types
+            raise GpuopError("kubeconfig %s cannot be used: %s" % (kubeconfig, exc))
+        self.kubeconfig = kubeconfig
+        self.host = self.api.configuration.host
+        self.timeout = request_timeout
+        self.calls = []
+
+    def request(self, method, path, body=None, query=None, content_type=None):
+        """Send one request; return the decoded JSON body. 404 raises NotFound."""
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        self.calls.append("%s %s" % (method, path))
+        try:
+            # kubernetes >= 35 (new generator): serialize, send, then read the raw body ourselves.
+            method, url, headers, body, post = self.api.param_serialize(
+                method, path,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self.api.call_api(method, url, header_params=headers, body=body, post_params=post,
+                                         _request_timeout=self.timeout)
+            raw = response.read()
+        except ApiException as exc:  # raised for connection failures (status 0) and retries given up
+            raise GpuopError("cannot reach the API server at %s (%s %s): %s" % (self.host, method, path, exc.reason))
+        except (OSError, urllib3_exceptions.HTTPError) as exc:
+            raise GpuopError("cannot reach the API server at %s (%s %s): %s" % (self.host, method, path, _short(exc)))
+        if response.status >= 400:
+            detail = _api_message(raw, response.reason)
+            if response.status == 404:
+                raise NotFound("%s %s: not found (%s)" % (method, path, detail))
+            raise GpuopError("%s %s failed: HTTP %s: %s" % (method, path, response.status, detail),
+                             status=response.status)
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError:  # /readyz and friends answer plain text
+            return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+    def get(self, path, query=None):
+        return self.request("GET", path, query=query)
+
+    def get_or_none(self, path):
+        try:
+            return self.get(path)
+        except NotFound:
+            return None
+
+    def list(self, path, label_selector=None, field_selector=None):
+        query = {}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        return self.get(path, query=query).get("items", [])
+
+    def patch(self, path, body, patch_type="merge", dry_run=False):
+        types = {
+            "merge": "application/merge-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+            "json": "application/json-patch+json",
+        }
+        query = {"dryRun": "All"} if dry_run else None
+        return self.request("PATCH", path, body=body, query=query, content_type=types[patch_type])
+
+    def server_version(self):
+        return self.get("/version")
+
+
+def _short(exc):
+    text = str(exc)
+    reason = getattr(exc, "reason", None)
+    if reason is not None:
+        text = str(reason)
+    return text.splitlines()[0][:300] if text else exc.__class__.__name__
+
+
+def _api_message(raw, reason):
+    try:
+        return json.loads(raw).get("message", reason)
+    except (TypeError, ValueError, AttributeError):
+        return reason
+
+
+def node_path(name):
+    return "/api/v1/nodes/%s" % name
+
+
+def is_kwok_managed(node):
+    """kwok manages nodes annotated ``kwok.x-k8s.io/node: fake`` (and kwokctl's controller runs with manage-all-nodes).
+
+    We only trust the annotation: a node without it belongs to a real kubelet.
+    """
+    annotations = node.get("metadata", {}).get("annotations") or {}
+    return annotations.get(MANAGED_BY_KWOK_ANNOTATION) == "fake"
+
+
+def wait_for(fetch, predicate, timeout, what, describe=None, interval=POLL_INTERVAL, clock=time.monotonic, sleep=time.sleep):
+    """Poll ``fetch()`` every ``interval`` (≤ 0.5 s) until ``predicate(state)`` holds.
+
+    Returns ``(state, elapsed_seconds)``. API errors while waiting are remembered and the wait
+    goes on; on timeout raises GpuopError naming ``what`` and the last state (``describe(state)``)
+    or the last error seen.
+    """
+    start = clock()
+    last_state = None
+    last_error = None
+    seen = False
+    while True:
+        try:
+            last_state = fetch()
+            seen = True
+            last_error = None
+            if predicate(last_state):
+                return last_state, round(clock() - start, 3)
+        except GpuopError as exc:
+            last_error = exc.msg
+        elapsed = clock() - start
+        if elapsed >= timeout:
+            if last_error:
+                saw = "last error: %s" % last_error
+            elif not seen:
+                saw = "nothing was observed"
+            else:
+                saw = "last state: %s" % (describe(last_state) if describe else json.dumps(last_state, sort_keys=True)[:800])
+            raise GpuopError("timed out after %.1fs waiting for %s; %s" % (elapsed, what, saw))
+        sleep(min(interval, max(0.0, timeout - elapsed)))
