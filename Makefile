@@ -1,0 +1,47 @@
+# gpuop: the two commands are `make run` and `make test`. Both install what is missing first.
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# Debian packages the tests need: containerd 1.6 (its `config dump` checks the merge predictions).
+APT_PACKAGES := containerd
+
+.PHONY: run test setup apt venv toolchain lint reset clean-test help
+
+help:
+	@echo "make run    - install what is missing, then ansible-playbook site.yml (the whole incident)"
+	@echo "make test   - install what is missing, then pytest and every molecule scenario"
+	@echo "make reset  - delete the lab's cluster and outputs (playbooks/reset.yml)"
+
+run: setup
+	ansible-playbook site.yml
+
+test: setup
+	bash tests/run-all.sh
+
+setup: apt venv
+
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt constraints.txt requirements.yml
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(VENV)/bin/ansible-galaxy collection install --offline -r requirements.yml
+	@touch $@
+
+toolchain: setup
+	ansible-playbook playbooks/cluster.yml --tags toolchain_preflight,toolchain_build
+
+lint: setup
+	ansible-lint --profile production
+
+reset: setup
+	ansible-playbook playbooks/reset.yml

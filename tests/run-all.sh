@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Everything `make test` runs: a test cluster of its own, pytest against it, every molecule scenario.
+# The test cluster is deleted at the end, also on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export GPUOP_TEST_ROOT="${GPUOP_TEST_ROOT:-/tmp/gpuop-test}"
+export GPUOP_TEST_CLUSTER="${GPUOP_TEST_CLUSTER:-gpuop-test}"
+export GPUOP_TEST_KUBECONFIG="$GPUOP_TEST_ROOT/kubeconfig"
+vars=(-e "gpuop_root=$GPUOP_TEST_ROOT" -e "gpuop_cluster_name=$GPUOP_TEST_CLUSTER")
+
+teardown() {
+  echo "== tearing down the test cluster $GPUOP_TEST_CLUSTER"
+  ansible-playbook playbooks/reset.yml "${vars[@]}" >/dev/null || echo "reset of $GPUOP_TEST_CLUSTER failed" >&2
+}
+trap teardown EXIT
+
+start=$SECONDS
+echo "== toolchain and test cluster ($GPUOP_TEST_CLUSTER under $GPUOP_TEST_ROOT)"
+ansible-playbook playbooks/cluster.yml "${vars[@]}"
+
+echo "== pytest"
+pytest -q tests
+
+echo "== molecule test --all"
+molecule test --all
+
+echo "== make test took $(( SECONDS - start )) s"
