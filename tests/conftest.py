@@ -32,7 +32,7 @@ def run_module(name, args, check=False, diff=False, env=None):
         cmd,
         cwd=ROOT,
         env=ansible_env(dict({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json",
-                              "ANSIBLE_CALLBACKS_ENABLED": ""}, **(env or {}))),
+                              "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.json"}, **(env or {}))),
         capture_output=True,
         text=True,
         check=False,
