@@ -1,47 +1,8 @@
-"""Shared pytest set-up: import gpuop's module_utils directly, and run real modules through Ansible."""
-
-import json
-import os
-import subprocess
-import sys
+"""Shared pytest set-up: gpuop's module_utils on sys.path, and real modules run through Ansible."""
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "module_utils"))
-
-
-def ansible_env(extra=None):
-    """Environment for running ansible commands of this checkout from any folder."""
-    env = dict(os.environ)
-    env["ANSIBLE_CONFIG"] = os.path.join(ROOT, "ansible.cfg")
-    env["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + env.get("PATH", "")
-    if extra:
-        env.update(extra)
-    return env
-
-
-def run_module(name, args, check=False, diff=False, env=None):
-    """Run module ``name`` of library/ with ``args`` through ``ansible localhost -m``; return its result dict."""
-    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-m", name, "-a", json.dumps(args)]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    proc = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        env=ansible_env(dict({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json",
-                              "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.json"}, **(env or {}))),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    try:
-        data = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("ansible printed no JSON (rc=%s):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
-    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+from gpuop_testlib import ROOT, ansible_env, run_module  # noqa: F401  (ROOT also puts module_utils on sys.path)
 
 
 @pytest.fixture

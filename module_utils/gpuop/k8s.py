@@ -167,11 +167,14 @@ def wait_for(fetch, predicate, timeout, what, describe=None, interval=POLL_INTER
             last_error = exc.msg
         elapsed = clock() - start
         if elapsed >= timeout:
+            state = (describe(last_state) if describe else json.dumps(last_state, sort_keys=True)[:800]) if seen else None
             if last_error:
                 saw = "last error: %s" % last_error
+                if seen:
+                    saw += "; last state seen: %s" % state
             elif not seen:
                 saw = "nothing was observed"
             else:
-                saw = "last state: %s" % (describe(last_state) if describe else json.dumps(last_state, sort_keys=True)[:800])
+                saw = "last state: %s" % state
             raise GpuopError("timed out after %.1fs waiting for %s; %s" % (elapsed, what, saw))
         sleep(min(interval, max(0.0, timeout - elapsed)))

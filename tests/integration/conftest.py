@@ -30,16 +30,3 @@ def k8s(lab_kubeconfig):
     api = config.new_client_from_config(config_file=lab_kubeconfig)
     return client.CoreV1Api(api), client.AppsV1Api(api), client.VersionApi(api)
 
-
-def wait_until(predicate, timeout, what, interval=0.2):
-    """Poll ``predicate()`` (returns a truthy value when done) every 0.2 s; fail naming ``what``."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail("timed out after %ss waiting for %s" % (timeout, what))

@@ -5,7 +5,7 @@ import uuid
 import pytest
 from kubernetes import client
 
-from conftest import wait_until
+from gpuop_testlib import wait_until
 
 LAB_NODES = ["lab-node-0", "lab-node-1", "lab-node-2"]
 
