@@ -64,3 +64,31 @@ def test_outputs_hold_what_the_cluster_reported(site_root):
     with open(os.path.join(out, "slots.txt")) as handle:
         assert handle.read() == ("PHYSICAL_GPUS=4\nREPLICAS=5\nADVERTISED=20\nVRAM_PER_GPU_GIB=40\n"
                                  "VRAM_GUARANTEED_PER_SLOT_GIB=0\nVRAM_SHARED_PER_GPU_GIB=40\nISOLATION=none\n")
+
+
+def test_steps_1_to_4_on_disk(site_root):
+    """Steps 1-4's exact formats, read back with tomllib (never eyes)."""
+    import stat
+    import tomllib
+
+    root, _ = site_root
+    etc = os.path.join(root, "etc", "containerd")
+    with open(os.path.join(etc, "config.toml"), "rb") as handle:
+        main = tomllib.load(handle)
+    assert main["version"] == 2
+    assert os.path.join(etc, "conf.d", "*.toml") in main["imports"]
+    cri = main["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+    assert cri["default_runtime_name"] == "runc"
+    assert cri["runtimes"]["runc"]["runtime_type"] == "io.containerd.runc.v2"
+    assert cri["runtimes"]["runc"]["options"]["SystemdCgroup"] is True
+    with open(os.path.join(etc, "conf.d", "99-nvidia.toml"), "rb") as handle:
+        dropin = tomllib.load(handle)
+    nvidia = dropin["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["nvidia"]
+    assert nvidia["runtime_type"] == "io.containerd.runc.v2"
+    assert nvidia["options"] == {"BinaryName": "/usr/bin/nvidia-container-runtime", "SystemdCgroup": True}
+    with open(os.path.join(root, "out", "merge.txt")) as handle:
+        assert handle.read() == ('MAIN_RUNTIMES=runc\nDROPIN_RUNTIMES=nvidia\nCONFLICT=yes\n'
+                                 'CONFLICT_TABLE=plugins."io.containerd.grpc.v1.cri".containerd.runtimes\n'
+                                 'LOADED_RUNTIMES=runc\n')
+    script = os.path.join(root, "bin", "check-runtime.sh")
+    assert stat.S_IMODE(os.stat(script).st_mode) == 0o755
