@@ -22,7 +22,6 @@ author:
   - gpuop
 options:
   dest:
-   bad: [
     description: Where to install the script.
     type: path
     required: true

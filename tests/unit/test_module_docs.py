@@ -56,6 +56,8 @@ for path in sys.argv[2:]:
         runpy.run_path(path, run_name="__main__")
     except Captured as exc:
         out[name] = exc.args[0]
+    except Exception as exc:  # one module that cannot load must not hide the others
+        out[name] = {"error": "loading it failed: %r" % (exc,)}
     else:
         out[name] = {"error": "main() never built an AnsibleModule"}
 json.dump(out, sys.stdout, default=repr)
