@@ -16,6 +16,9 @@ teardown() {
 trap teardown EXIT
 
 start=$SECONDS
+echo "== ansible-lint --profile production (offline)"
+ansible-lint --profile production
+
 echo "== toolchain and test cluster ($GPUOP_TEST_CLUSTER under $GPUOP_TEST_ROOT)"
 ansible-playbook playbooks/cluster.yml "${vars[@]}"
 
