@@ -502,8 +502,9 @@ def analyse(daemonset, pods, nodes=None, now=None):
     stuck = [p for p in new_unavailable if pod_unschedulable(p)]
     all_new_stuck = len(stuck) == len(new_unavailable)
     both = sorted(n for n, s in per_node.items() if s["old"] and s["new"])
+    old_unavailable_nodes = _nodes_of(old_unavailable, per_node)  # once: inside the loop it made N nodes cost N^2
     only_old_available = sorted(
-        n for n, s in per_node.items() if s["old"] and not s["new"] and n not in _nodes_of(old_unavailable, per_node))
+        n for n, s in per_node.items() if s["old"] and not s["new"] and n not in old_unavailable_nodes)
     missing = max(0, numbers["desired"] - numbers["current"])
 
     complete = (observed_current and numbers["updated"] >= numbers["desired"]

@@ -1,0 +1,271 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: the incident doctor, a read-only diagnosis of every GPU gate of a cluster."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_doctor
+short_description: Name every broken GPU gate of a cluster, read-only, with the command that shows the evidence
+description:
+  - Reads the cluster with a fixed set of calls, whatever its size (C(GET /version), then one LIST
+    each of nodes, pods, RuntimeClasses, DaemonSets, ConfigMaps and C(FailedCreatePodSandBox)
+    events). It never sends a write verb and never a call per object; RV(api_calls) lists every
+    request.
+  - B(runtime-handler) gate. Every RuntimeClass used by a live pod (or named in O(runtime_classes)
+    and present) against each eligible node's C(status.runtimeHandlers), what the kubelet says the
+    runtime loaded (Kubernetes 1.30 and later). Nodes that report no handler are C(unknown), never
+    healthy. Live pods with a C(FailedCreatePodSandBox) event are reported with containerd's message.
+  - B(advertisement) gate. Pods Pending on C(Insufficient <extended resource>), with every node's
+    capacity, allocatable and requested of that resource.
+  - B(sharing) gate. The device plugin's sharing configs, found in ConfigMaps by content (a data
+    value whose C(version) is V(v1) and that has C(sharing)), parsed by the device plugin's rules, give the slots and the
+    memory guaranteed per slot (0 under time-slicing). GPU nodes whose advertisement is not
+    physical GPUs x replicas. The physical count comes from the node label C(nvidia.com/gpu.count),
+    else O(physical_gpus). The config of a node is the one its C(nvidia.com/device-plugin.config)
+    label names, else O(sharing_default_key), else the only config found.
+  - B(rollout) gate. Every DaemonSet (or those in O(daemonsets)) whose rollout is stalled, with the
+    blocker and its numbers.
+  - B(containerd) gate, only with O(containerd_configs). What the files define, against what
+    containerd 1.x and 2.x would load after a restart.
+  - Each finding is one line with a severity (V(critical), V(warning), V(info)), its gate, and the
+    one command that shows the evidence, worst first.
+  - With O(output_dir), writes C(doctor.md) and C(doctor.json) there, atomically and only when the
+    content differs. The content has no timestamp, so the same cluster state gives the same bytes.
+version_added: "1.0.0"
+author: gpuop
+options:
+  output_dir:
+    description: Write C(doctor.md) and C(doctor.json) into this folder (created when missing). Nothing is written without it.
+    type: path
+  fail_on:
+    description:
+      - Fail the task when a finding of this severity or worse exists (after writing the reports).
+        V(none) never fails.
+    type: str
+    default: none
+    choices: [critical, warning, none]
+  runtime_classes:
+    description: RuntimeClasses to check even when no pod uses them (ignored when absent from the cluster).
+    type: list
+    elements: str
+    default: []
+  daemonsets:
+    description: Only these DaemonSets (C(namespace/name)) for the rollout gate; all when empty.
+    type: list
+    elements: str
+    default: []
+  configmap_selector:
+    description: Label selector for the ConfigMap list (all ConfigMaps of all namespaces when omitted).
+    type: str
+  physical_gpus:
+    description: Physical GPUs per node where the node has no C(nvidia.com/gpu.count) label; 0 means unknown.
+    type: int
+    default: 0
+  vram_per_gpu_gib:
+    description:
+      - Memory per GPU in GiB for the per-slot arithmetic; 0 means unknown (then the node label
+        C(nvidia.com/gpu.memory) is used where present).
+    type: float
+    default: 0.0
+  sharing_default_key:
+    description:
+      - The sharing config key used on nodes without a C(nvidia.com/device-plugin.config) label (the
+        GPU Operator's C(devicePlugin.config.default)). Omitted, the only config found applies.
+    type: str
+  containerd_configs:
+    description:
+      - containerd main config files on this host to check (each with its imports). A missing file
+        fails the task.
+    type: list
+    elements: path
+    default: []
+  containerd_daemon_cwd:
+    description: The containerd 1.x daemon's working directory (relative glob imports are matched against it).
+    type: path
+    default: /
+  kubeconfig:
+    description:
+      - Path of the kubeconfig file of the cluster (the lab's own file; the user's default
+        kubeconfig is never read implicitly).
+    type: path
+    required: true
+  context:
+    description:
+      - Context of O(kubeconfig) to use; its current context when omitted.
+    type: str
+  request_timeout:
+    description:
+      - Seconds one API request may take.
+    type: float
+    default: 10.0
+attributes:
+  check_mode:
+    support: full
+    description: The cluster is only read in any mode; in check mode the reports are not written.
+  diff_mode:
+    support: full
+    description: Before and after of C(doctor.md) and C(doctor.json).
+requirements:
+  - kubernetes (python)
+"""
+
+EXAMPLES = r"""
+- name: Diagnose the lab cluster and write the reports
+  gpu_doctor:
+    kubeconfig: "{{ gpuop_root }}/kubeconfig"
+    output_dir: "{{ gpuop_root }}/out"
+    physical_gpus: 4
+    vram_per_gpu_gib: 40
+    sharing_default_key: any
+  register: __gpuop_doctor
+
+- name: Gate a CI job on any other cluster; fail on a critical finding
+  gpu_doctor:
+    kubeconfig: /etc/ci/kubeconfig
+    context: prod-gpu
+    fail_on: critical
+    runtime_classes: [nvidia]
+    daemonsets: [gpu-operator/nvidia-container-toolkit-daemonset]
+    containerd_configs: [/etc/containerd/config.toml]
+"""
+
+RETURN = r"""
+msg:
+  description: The human report, one line per finding after a summary line.
+  returned: always
+  type: str
+  sample: "gpu doctor: 1 critical, 0 warning, 0 info\nCRITICAL rollout  DaemonSet gpu-operator/nvidia-container-toolkit rollout stalled: ..."
+lines:
+  description: The same report as a list of lines.
+  returned: always
+  type: list
+  elements: str
+findings:
+  description: Every finding, worst first (severity, then gate, subject, text).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    severity:
+      description: V(critical), V(warning) or V(info).
+      type: str
+    gate:
+      description: V(runtime-handler), V(advertisement), V(sharing), V(rollout) or V(containerd).
+      type: str
+    code:
+      description:
+        - Stable kind of finding, e.g. C(handler-not-loaded), C(handler-unknown), C(sandbox-failed),
+          C(pod-insufficient-resource), C(advertisement-mismatch), C(sharing-config), C(rollout-stalled),
+          C(containerd-cri-fails), C(read-failed).
+      type: str
+    subject:
+      description: What it is about, e.g. C(daemonset/gpu-operator/nvidia-container-toolkit).
+      type: str
+    text:
+      description: The one-line finding.
+      type: str
+    command:
+      description: The one command that shows the evidence.
+      type: str
+    details:
+      description: The numbers behind the line (names, requests, allocatable, blocker, ...).
+      type: dict
+  sample:
+    - severity: critical
+      gate: rollout
+      code: rollout-stalled
+      subject: daemonset/gpu-operator/nvidia-container-toolkit
+      text: "DaemonSet gpu-operator/nvidia-container-toolkit rollout stalled: insufficient-memory on lab-node-0: requests 64Gi > 32Gi allocatable (largest node 32Gi); desired 3, updated 1, ready 2, unavailable 1, maxUnavailable 1"
+      command: "kubectl --kubeconfig /root/gpuop/kubeconfig -n gpu-operator get pod nvidia-container-toolkit-x2b9k -o 'jsonpath=...'"
+summary:
+  description: Number of findings per severity, and C(total).
+  returned: always
+  type: dict
+  sample: {critical: 1, warning: 1, info: 1, total: 3}
+gates:
+  description: Each gate's state (V(broken), V(unknown), V(ok), V(not-applicable)) and what it checked.
+  returned: always
+  type: dict
+failed_gate:
+  description: Whether a finding at O(fail_on) or worse exists (the task fails then).
+  returned: always
+  type: bool
+server_version:
+  description: The API server's gitVersion.
+  returned: always
+  type: str
+  sample: v1.36.1
+counts:
+  description: Objects read per list.
+  returned: always
+  type: dict
+  sample: {nodes: 3, pods: 4, runtimeclasses: 1, daemonsets: 1, configmaps: 7, events: 0}
+api_calls:
+  description: Every API request made, as C(METHOD path), in order. Their number does not depend on the cluster's size.
+  returned: always
+  type: list
+  elements: str
+elapsed:
+  description: Seconds the reading and the diagnosis took (not written to the reports).
+  returned: always
+  type: float
+  sample: 0.41
+report:
+  description: The Markdown report (what C(doctor.md) holds).
+  returned: always
+  type: str
+files:
+  description: The report files' paths; empty without O(output_dir).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpuop.doctor import (argument_spec, gate_failed, render_json, render_md, report_lines,
+                                               run)
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.files import ensure_file
+from ansible.module_utils.gpuop.k8s import Cluster
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    started = time.monotonic()
+    changed, diffs, files = False, [], []
+    try:
+        cluster = Cluster(params["kubeconfig"], params["context"], params["request_timeout"])
+        result, meta = run(cluster, params, now=time.time())
+        elapsed = round(time.monotonic() - started, 3)
+        markdown = render_md(result, meta)
+        if params["output_dir"]:
+            for name, content in (("doctor.md", markdown), ("doctor.json", render_json(result, meta))):
+                path = os.path.join(params["output_dir"], name)
+                one_changed, diff = ensure_file(path, content, 0o644, module.check_mode)
+                changed = changed or one_changed
+                diffs.append(diff)
+                files.append(path)
+    except GpuopError as exc:
+        module.fail_json(msg=exc.msg)
+    lines = report_lines(result)
+    failed = gate_failed(result, params["fail_on"])
+    out = dict(changed=changed, lines=lines, findings=result["findings"], summary=result["summary"],
+               gates=result["gates"], failed_gate=failed, server_version=result["server_version"],
+               counts=result["counts"], api_calls=meta["api_calls"], elapsed=elapsed, report=markdown, files=files)
+    if module._diff:
+        out["diff"] = diffs
+    if failed:
+        module.fail_json(msg="fail_on=%s: %s\n%s" % (params["fail_on"], lines[0], "\n".join(lines[1:])), **out)
+    module.exit_json(msg="\n".join(lines), **out)
+
+
+if __name__ == "__main__":
+    main()
