@@ -10,10 +10,13 @@ The two merge rules modelled here (see docs/incident-facts.md for the sources):
   ``runtimes`` table replaces the built-in runtime map, an absent one keeps the built-in ``runc``
   (``SystemdCgroup = false``). A relative import *with* a ``*`` is globbed against the daemon's
   working directory; a relative import without one against the importing file's folder.
-* containerd 2.x: every import is resolved against the importing file's folder; a drop-in whose
-  ``version`` is higher than the root file's is refused; files of version 2 or lower are migrated
-  (``io.containerd.grpc.v1.cri`` -> ``io.containerd.cri.v1.runtime``) and plugin sections are
-  deep-merged, over the built-in defaults (``runc`` is always there).
+* containerd 2.x (modelled on 2.4.2, whose config version is 4): every import is resolved against
+  the importing file's folder; any file whose ``version`` is above 4 makes the daemon refuse to
+  start; every file below 4 is migrated on its own (``cri`` -> ``io.containerd.grpc.v1.cri`` ->
+  ``io.containerd.cri.v1.runtime``, a key already set in the file's own new section wins), whatever
+  the root file's version, and plugin sections are deep-merged over the built-in defaults (``runc``
+  is always there). A drop-in of a higher version than the root file is therefore merged, not
+  refused: seen with the real 2.4.2 daemon (tests/integration/test_containerd_sandbox.py).
 """
 
 import fnmatch
@@ -27,6 +30,10 @@ CRI_ID_V2 = "io.containerd.grpc.v1.cri"
 CRI_ID_V3 = "io.containerd.cri.v1.runtime"
 CRI_ID_V1 = "cri"
 CRI_IDS = (CRI_ID_V1, CRI_ID_V2, CRI_ID_V3)
+# containerd 2.4.2's version.ConfigVersion: files below it are migrated, files above it refused.
+CONTAINERD_2_CONFIG_VERSION = 4
+# Keys of the old CRI section's ``containerd`` table that 2.x moves to the image plugin, not the runtime one.
+_MOVED_TO_IMAGES = ("snapshotter", "disable_snapshot_annotations", "discard_unpacked_layers")
 DEFAULT_RUNTIME_NAME = "runc"
 DEFAULT_RUNTIME_TYPE = "io.containerd.runc.v2"
 BUILTIN = "built-in default"
@@ -34,6 +41,8 @@ MERGE_KEYS = ("MAIN_RUNTIMES", "DROPIN_RUNTIMES", "CONFLICT", "CONFLICT_TABLE", 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
+# Deepest nesting of tables and arrays read; containerd's own configs stay under 10.
+MAX_DEPTH = 64
 
 
 def argument_spec():
@@ -63,9 +72,15 @@ def table_path(segments):
 
 
 def parse_toml(path, text):
-    """Parse ``text`` (read from ``path``); malformed TOML -> GpuopError naming file, line, column."""
+    """Parse ``text`` (read from ``path``); malformed TOML -> GpuopError naming file, line, column.
+
+    Nesting deeper than MAX_DEPTH (tables or arrays) is refused too: no containerd config nests
+    that deep, and the readers below walk the document recursively.
+    """
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
+    except RecursionError:
+        return _raise("%s: malformed TOML: nested deeper than Python can parse" % path)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         match = _TOML_POS.search(message)
@@ -73,6 +88,20 @@ def parse_toml(path, text):
             return _raise("%s:%s:%s: malformed TOML: %s" % (path, match.group(1), match.group(2),
                                                            message[:match.start()]))
         return _raise("%s: malformed TOML: %s" % (path, message))
+    _check_depth(path, data)
+    return data
+
+
+def _check_depth(path, data):
+    """Raise when tables or arrays nest deeper than MAX_DEPTH (iteratively: no recursion to exhaust)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise GpuopError("%s: tables or arrays nested deeper than %d levels: not a containerd config"
+                             % (path, MAX_DEPTH))
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
 
 
 def _raise(msg):
@@ -143,6 +172,10 @@ def describe_file(path, data):
         if section is None:
             continue
         for name, body in section.items():
+            if not _NAME.fullmatch(name):
+                # merge.txt and the report list names comma-separated, one key per line.
+                raise GpuopError("%s: %s: runtime name %r is not a runtime handler name (letters, digits, "
+                                 "'.', '_', '-')" % (path, table_path(segs), name))
             if not isinstance(body, dict):
                 raise GpuopError("%s: %s must be a table, got %s %r"
                                  % (path, table_path(segs + [name]), type(body).__name__, body))
@@ -152,9 +185,12 @@ def describe_file(path, data):
                                  % (path, table_path(segs + [name, "options"]), type(options).__name__, options))
             runtimes[name] = True
         runtime_tables[table_path(segs)] = sorted(section)
-    default_name = _cri_section_containerd(plugins, CRI_IDS).get("default_runtime_name")
-    if default_name is not None and not isinstance(default_name, str):
-        raise GpuopError("%s: default_runtime_name must be a string, got %r" % (path, default_name))
+    for plugin_id in CRI_IDS:
+        default_name = _cri_section_containerd(plugins, (plugin_id,)).get("default_runtime_name")
+        if default_name is not None and not isinstance(default_name, str):
+            raise GpuopError("%s: %s must be a string, got %r"
+                             % (path, table_path(["plugins", plugin_id, "containerd", "default_runtime_name"]),
+                                default_name))
     return {
         "path": path,
         "version": version,
@@ -350,28 +386,46 @@ def _failed(files, error, why):
             "loaded_files": [f["path"] for f in files], "runtime_details": {}, "reason": why}
 
 
+def _containerd_section_2x(described):
+    """The CRI runtime plugin's ``containerd`` table of one file, after containerd 2.x migrated it.
+
+    A file below CONTAINERD_2_CONFIG_VERSION has its old section (``io.containerd.grpc.v1.cri``,
+    ``cri`` for version 0/1) copied key by key into the new one, where the new one lacks the key
+    (plugins/cri/runtime/plugin.go migrateConfig). A file at the current version is read as written.
+    """
+    def containerd_of(plugin_id):
+        section = described["plugins"].get(plugin_id, {})
+        table = section.get("containerd", {}) if isinstance(section, dict) else {}
+        return table if isinstance(table, dict) else {}
+
+    merged = dict(containerd_of(CRI_ID_V3))
+    if described["version"] < CONTAINERD_2_CONFIG_VERSION:
+        for plugin_id in ([CRI_ID_V2, CRI_ID_V1] if described["version"] <= 1 else [CRI_ID_V2]):
+            for key, value in containerd_of(plugin_id).items():
+                if key not in _MOVED_TO_IMAGES:
+                    merged.setdefault(key, value)
+    return merged
+
+
 def predict_containerd_2(files, error=None):
-    """What containerd 2.x loads from ``files`` (load order): migrate, then deep-merge."""
+    """What containerd 2.x loads from ``files`` (load order): migrate each file, then deep-merge."""
     if error:
         return _failed(files, error, "containerd 2.x refuses the configuration and does not start")
-    root_version = 0
-    for described in files:
-        if root_version == 0:
-            root_version = described["version"]
-        if described["version"] > root_version:
-            return _failed(files, "drop-in config version %d higher than root config version %d"
-                           % (described["version"], root_version),
-                           "containerd 2.x refuses a drop-in newer than the root file and does not start")
+    too_new = [d for d in files if d["version"] > CONTAINERD_2_CONFIG_VERSION]
+    if too_new:
+        # The daemon checks the merged version once every file is read, and names the last file read.
+        versions = [d["version"] for d in files if d["version"]]
+        got = versions[-1] if versions[-1] > CONTAINERD_2_CONFIG_VERSION else max(versions)
+        return _failed(files, "failed to load TOML from %s: expected containerd config version equal to or less "
+                       "than %d, got %d" % (files[-1]["path"], CONTAINERD_2_CONFIG_VERSION, got),
+                       "containerd 2.x refuses a file of a config version above its own (%d: %s) and does not start"
+                       % (CONTAINERD_2_CONFIG_VERSION, ", ".join(d["path"] for d in too_new)))
     merged, sources = {}, {}
     for described in files:
-        version = described["version"]
-        ids = [CRI_ID_V3] if version >= 3 else ([CRI_ID_V2, CRI_ID_V1] if version <= 1 else [CRI_ID_V2])
-        for plugin_id in ids:
-            section = described["plugins"].get(plugin_id, {})
-            containerd = section.get("containerd", {}) if isinstance(section, dict) else {}
-            _deep_merge(merged, containerd)
-            for name in containerd.get("runtimes", {}):
-                sources.setdefault(name, []).append(described["path"])
+        containerd = _containerd_section_2x(described)
+        _deep_merge(merged, containerd)
+        for name in containerd.get("runtimes", {}) if isinstance(containerd.get("runtimes"), dict) else {}:
+            sources.setdefault(name, []).append(described["path"])
     runtimes = _builtin_runtimes()
     for name, details in _runtime_details(merged.get("runtimes", {}), "").items():
         details["source"] = ", ".join(sources[name])
@@ -427,8 +481,9 @@ def analyze(config, daemon_cwd="/", loaded_runtimes=None):
     for described in dropins:
         if described["version"] > main["version"]:
             warnings.append("%s: drop-in version %d is higher than the main file's version %d: containerd "
-                            "2.x refuses to start (containerd 1.x merges it)"
-                            % (described["path"], described["version"], main["version"]))
+                            "2.x migrates each file on its own and merges them (it refuses only a version above %d)"
+                            % (described["path"], described["version"], main["version"],
+                               CONTAINERD_2_CONFIG_VERSION))
     table_owners = {}
     for described in files:
         for table in described["tables"]:

@@ -1,8 +1,11 @@
 """Deterministic file output: compare, diff, and atomic replace (temp file in the same folder)."""
 
 import os
+import re
 import stat
 import tempfile
+
+from .errors import GpuopError
 
 
 def read_text(path):
@@ -21,7 +24,16 @@ def atomic_write(path, content, mode=0o644):
     """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    prefix = "." + os.path.basename(path) + "."
+    # A run killed between mkstemp and rename leaves its temp file: the next write of the same file removes it.
+    stale = re.compile(re.escape(prefix) + r"[A-Za-z0-9_]{8}\.tmp\Z")
+    for name in os.listdir(folder):
+        if stale.match(name):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(content)
@@ -43,6 +55,16 @@ def ensure_file(path, content, mode=0o644, check_mode=False):
     Returns ``(changed, diff)`` where diff is Ansible's before/after dict. In check mode the
     answer is computed and nothing is written, not even a parent folder.
     """
+    try:
+        return _ensure_file(path, content, mode, check_mode)
+    except OSError as exc:
+        # A folder that cannot be made or written, a path through a file, a directory in the way.
+        raise GpuopError("cannot write %s: %s" % (path, exc.strerror or exc))
+    except UnicodeDecodeError as exc:
+        raise GpuopError("cannot compare %s with what to write: it is not UTF-8 text (byte %d)" % (path, exc.start))
+
+
+def _ensure_file(path, content, mode, check_mode):
     before = read_text(path)
     current_mode = None
     if before is not None:

@@ -5,12 +5,14 @@ thousand pods into models costs seconds, a JSON parse costs milliseconds.
 """
 
 import json
+import math
 import os
 import time
 
 from .errors import GpuopError
 
 try:
+    from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.client.rest import ApiException
     from urllib3 import exceptions as urllib3_exceptions
@@ -44,7 +46,13 @@ class Cluster(object):
         if not os.path.isfile(kubeconfig):
             raise GpuopError("kubeconfig %s does not exist" % kubeconfig)
         try:
-            self.api = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
+            configuration = k8s_client.Configuration()
+            # One attempt per request, bounded by request_timeout: urllib3's default 3 retries made a
+            # request to an API server that hangs (etcd down) take 4 x request_timeout, past any
+            # wait's bound. Waits poll again on their own. persist_config=False: never write the file.
+            configuration.retries = 0
+            self.api = k8s_config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False,
+                                                         client_configuration=configuration)
         except Exception as exc:  # the loader raises several unrelated types
             raise GpuopError("kubeconfig %s cannot be used: %s" % (kubeconfig, exc))
         self.kubeconfig = kubeconfig
@@ -152,6 +160,9 @@ def wait_for(fetch, predicate, timeout, what, describe=None, interval=POLL_INTER
     goes on; on timeout raises GpuopError naming ``what`` and the last state (``describe(state)``)
     or the last error seen.
     """
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout < 0:
+        # nan would never time out, inf never end: a wait is always bounded.
+        raise GpuopError("the wait for %s needs a timeout of 0 or more seconds, got %r" % (what, timeout))
     start = clock()
     last_state = None
     last_error = None

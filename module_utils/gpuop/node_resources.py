@@ -21,8 +21,8 @@ DEFAULT_RESOURCE = "nvidia.com/gpu"
 MAX_QUANTITY = 2 ** 63 - 1
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^%s(\.%s)*$" % (_DNS1123_LABEL, _DNS1123_LABEL))
-_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN_RE = re.compile(r"^%s(\.%s)*\Z" % (_DNS1123_LABEL, _DNS1123_LABEL))
+_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _DIGITS_RE = re.compile(r"^[0-9]+$")
 # A Kubernetes quantity as the API serializes it: number, then a binary/decimal SI suffix or exponent.
 _QUANTITY_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")

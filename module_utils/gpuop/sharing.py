@@ -64,7 +64,7 @@ ISOLATION = {
 
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
-_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN + "$")
+_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN + "\\Z")
 _DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
                           "'-' or '.', and must start and end with an alphanumeric character "
                           "(e.g. 'example.com', regex used for validation is '%s')" % _DNS1123_SUBDOMAIN)
@@ -495,6 +495,8 @@ def _positive_number(name, value):
         number = float(value)
     except (TypeError, ValueError):
         raise GpuopError("%s must be a number, got %r" % (name, value))
+    if number == float("inf"):
+        raise GpuopError("%s must be a finite number, got %r" % (name, value))
     if isinstance(value, bool) or not number > 0:
         raise GpuopError("%s must be greater than 0, got %r" % (name, value))
     return number

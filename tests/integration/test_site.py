@@ -3,6 +3,7 @@
 import hashlib
 import os
 import re
+import stat
 import subprocess
 
 import pytest
@@ -26,6 +27,7 @@ def _snapshot(root):
     for folder, _, names in os.walk(root):
         for name in names:
             path = os.path.join(folder, name)
+            assert stat.S_ISREG(os.lstat(path).st_mode), "%s is not a regular file (a socket left behind?)" % path
             with open(path, "rb") as handle:
                 files[os.path.relpath(path, root)] = (hashlib.sha256(handle.read()).hexdigest(), os.stat(path).st_mtime_ns)
     return files
