@@ -3,10 +3,11 @@ SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
-# Debian packages the tests need: containerd 1.6 (its `config dump` checks the merge predictions).
-APT_PACKAGES := containerd
+# Debian packages: containerd 1.6 (the 1.x sandbox daemon, its `config dump` checks the merge
+# predictions); strace (tests/integration/test_guards.py proves site.yml writes nothing outside its root).
+APT_PACKAGES := containerd strace
 
-.PHONY: run test setup apt venv toolchain lint reset clean-test help
+.PHONY: run test test-faults setup apt venv toolchain lint reset clean-test help
 
 help:
 	@echo "make run    - install what is missing, then ansible-playbook site.yml (the whole incident)"
@@ -18,6 +19,10 @@ run: setup
 
 test: setup
 	bash tests/run-all.sh
+
+# The fault suite alone (make test runs it too): kills, control-plane faults, bad input. docs/reliability.md
+test-faults: setup
+	pytest -q tests/faults
 
 setup: apt venv
 

@@ -57,21 +57,8 @@ options:
     description: Seconds O(wait_for) may take; on timeout the task fails with the last state seen.
     type: float
     default: 60.0
-  kubeconfig:
-    description:
-      - Path of the kubeconfig file of the cluster (the lab's own file; the user's default
-        kubeconfig is never read implicitly).
-    type: path
-    required: true
-  context:
-    description:
-      - Context of O(kubeconfig) to use; its current context when omitted.
-    type: str
-  request_timeout:
-    description:
-      - Seconds one API request may take.
-    type: float
-    default: 10.0
+extends_documentation_fragment:
+  - gpuop_k8s
 attributes:
   check_mode:
     support: full

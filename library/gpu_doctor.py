@@ -87,21 +87,8 @@ options:
     description: The containerd 1.x daemon's working directory (relative glob imports are matched against it).
     type: path
     default: /
-  kubeconfig:
-    description:
-      - Path of the kubeconfig file of the cluster (the lab's own file; the user's default
-        kubeconfig is never read implicitly).
-    type: path
-    required: true
-  context:
-    description:
-      - Context of O(kubeconfig) to use; its current context when omitted.
-    type: str
-  request_timeout:
-    description:
-      - Seconds one API request may take.
-    type: float
-    default: 10.0
+extends_documentation_fragment:
+  - gpuop_k8s
 attributes:
   check_mode:
     support: full

@@ -31,17 +31,8 @@ options:
     description: Seconds to wait for the API server, then for the nodes to be Ready.
     type: float
     default: 60.0
-  kubeconfig:
-    description: Kubeconfig file of the cluster.
-    type: path
-    required: true
-  context:
-    description: Context of I(kubeconfig); its current context when omitted.
-    type: str
-  request_timeout:
-    description: Seconds before one API request gives up.
-    type: float
-    default: 10.0
+extends_documentation_fragment:
+  - gpuop_k8s
 attributes:
   check_mode:
     support: full

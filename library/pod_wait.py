@@ -67,21 +67,8 @@ options:
         a later state must not rewrite it). The pod is still read once to return its current state.
     type: bool
     default: false
-  kubeconfig:
-    description:
-      - Path of the kubeconfig file of the cluster (the lab's own file; the user's default
-        kubeconfig is never read implicitly).
-    type: path
-    required: true
-  context:
-    description:
-      - Context of O(kubeconfig) to use; its current context when omitted.
-    type: str
-  request_timeout:
-    description:
-      - Seconds one API request may take.
-    type: float
-    default: 10.0
+extends_documentation_fragment:
+  - gpuop_k8s
 attributes:
   check_mode:
     support: full

@@ -20,6 +20,7 @@ it must complete and every output end byte-identical to the uninterrupted refere
 Last, node objects deleted behind the playbook's back are recreated by the cluster role.
 """
 
+import datetime
 import os
 import re
 import shutil
@@ -67,23 +68,26 @@ def _restart(cluster, root):
     kwok holds a Lease per node (kube-node-lease; 200 s by default, 40 s here). A kwok controller
     that was killed keeps holding them until they expire: only then does the new one play the
     nodes' pods (until then they stay Pending). That is kwok's behaviour, not gpuop's: the re-run
-    starts once the leases changed hands, as an operator would wait for it.
+    starts once the new controller renewed the leases, as an operator would wait for it.
     """
     stop = faultlib.kwokctl("stop", "cluster", "--name", cluster)
     assert stop.returncode == 0, stop.stderr[-2000:]
     start = faultlib.kwokctl("start", "cluster", "--name", cluster, "--wait", "120s")
     assert start.returncode == 0, start.stderr[-2000:]
+    started = datetime.datetime.now(datetime.timezone.utc)
     core = client.CoreV1Api(config.new_client_from_config(config_file=os.path.join(root, "kubeconfig")))
     coordination = client.CoordinationV1Api(core.api_client)
     nodes = ("lab-node-0", "lab-node-1", "lab-node-2")
-    dead = {n: coordination.read_namespaced_lease(n, "kube-node-lease").spec.holder_identity for n in nodes}
+    # The holder identity is the host's name, the same for the killed and the new controller: a lease
+    # renewed after the restart is the new controller's.
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        held = {n: coordination.read_namespaced_lease(n, "kube-node-lease").spec.holder_identity for n in nodes}
-        if all(held[n] != dead[n] for n in nodes):
+        renewed = {n: coordination.read_namespaced_lease(n, "kube-node-lease").spec.renew_time for n in nodes}
+        if all(t is not None and t > started for t in renewed.values()):
             return
         time.sleep(0.5)
-    raise AssertionError("the restarted kwok controller did not adopt the lab nodes within 300s: %s" % held)
+    raise AssertionError("the restarted kwok controller did not renew the lab nodes' leases within 300s "
+                         "(restarted at %s): %s" % (started.isoformat(), renewed))
 
 
 def _compare(root, cluster, reference):
