@@ -15,13 +15,31 @@ Each observation (one moment of the walk)::
 """
 
 import json
+import re
 
 from .errors import GpuopError
+
+# What changes from one walk to the next in the daemons' own words: a sandbox's random id, the time
+# stamp of crictl's log line. The reports keep the words and drop these, so that the same files give
+# the same report (a re-run, another root, a run killed and made again).
+_SANDBOX_ID = re.compile(r"\b[0-9a-f]{64}\b")
+_LOG_TIME = re.compile(r'time="[^"]*"\s*')
 
 CHECK_MEANING = {
     "check-runtime.sh": {0: "found", 1: "not found", 2: "no containerd", 3: "dump failed"},
     "check-loaded-runtime.sh": {0: "loaded", 1: "not loaded", 2: "no crictl", 3: "no CRI answer"},
 }
+
+
+def stable(value):
+    """``value`` (observations: dicts, lists, strings) with sandbox ids and log time stamps replaced."""
+    if isinstance(value, str):
+        return _LOG_TIME.sub("", _SANDBOX_ID.sub("<sandbox-id>", value))
+    if isinstance(value, dict):
+        return {key: stable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [stable(item) for item in value]
+    return value
 
 
 def _norm(text):
@@ -122,6 +140,7 @@ def _probe_cell(daemon):
 
 def render(observations, config, cwd, rows):
     """The Markdown report (deterministic: no time, pid or path that changes between runs)."""
+    observations = stable(observations)
     versions = []
     for obs in observations:
         for daemon in obs["daemons"]:
@@ -172,7 +191,7 @@ def render(observations, config, cwd, rows):
 
 def record(observations, config, cwd, fingerprint, rows, loaded_runtimes):
     """The JSON record a later run reads back (sorted keys, trailing newline)."""
-    return json.dumps({"config": config, "cwd": cwd, "fingerprint": fingerprint, "observations": observations,
+    return json.dumps({"config": config, "cwd": cwd, "fingerprint": fingerprint, "observations": stable(observations),
                        "agreement": rows, "loaded_before_restart": loaded_runtimes},
                       indent=2, sort_keys=True) + "\n"
 

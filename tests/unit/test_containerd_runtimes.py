@@ -355,3 +355,23 @@ def test_empty_block_list_keeps_the_selector_valid():
 def test_bad_stage_dir(tmp_path):
     with pytest.raises(GpuopError, match="kustomize/stage folder"):
         kwok_gate.load_defaults(str(tmp_path))
+
+
+# Words the real daemons printed in two walks of the same files (containerd 2.4.2's RunPodSandbox refusal,
+# crictl's error against containerd 1.6 once its CRI plugin failed): only the id and the time stamp differ.
+_WALK_A = {"probes": [{"message": 'rpc error: code = Unknown desc = unable to get OCI runtime for sandbox '
+                                  '"7892aad8a557efe25ffa76ca44fe6549e51c6a85e689a8df7f02321b75a8a351": '
+                                  'no runtime for "nvidia" is configured'}],
+           "crictl_error": 'time="2026-12-02T20:05:41Z" level=error msg="validate service connection"'}
+_WALK_B = {"probes": [{"message": 'rpc error: code = Unknown desc = unable to get OCI runtime for sandbox '
+                                  '"f023fb62f2c7baf0230a4dc2e49604ac3dda4197c94e4613535bf44adbf8e982": '
+                                  'no runtime for "nvidia" is configured'}],
+           "crictl_error": 'time="2026-12-02T19:50:42Z" level=error msg="validate service connection"'}
+
+
+def test_reports_of_two_walks_of_the_same_files_are_identical():
+    assert views.stable(_WALK_A) == views.stable(_WALK_B) == {
+        "probes": [{"message": 'rpc error: code = Unknown desc = unable to get OCI runtime for sandbox '
+                               '"<sandbox-id>": no runtime for "nvidia" is configured'}],
+        "crictl_error": 'level=error msg="validate service connection"'}
+    assert views.stable({"n": 3, "ok": True, "none": None}) == {"n": 3, "ok": True, "none": None}
