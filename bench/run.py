@@ -234,6 +234,9 @@ def run_byhand(root, bin_dir, workdir):
     return {"wall": round(wall, 3), "cpu": round(cpu, 3), "start_epoch": t0_epoch, "steps": steps, "waits": waits}
 
 
+SITE_ARGS = []  # extra ansible-playbook arguments (--site-arg), e.g. -e containerd_sandbox_build=false
+
+
 def run_playbook(root, name, workdir, tag):
     junit = os.path.join(workdir, "junit-%s" % tag)
     e = env({
@@ -244,7 +247,8 @@ def run_playbook(root, name, workdir, tag):
     })
     t0_epoch, t0, c0 = time.time(), time.monotonic(), child_cpu()
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "site.yml", "-e", "gpuop_root=%s" % root,
-                           "-e", "gpuop_cluster_name=%s" % name], cwd=PROJECT, env=e, capture_output=True, text=True)
+                           "-e", "gpuop_cluster_name=%s" % name] + SITE_ARGS, cwd=PROJECT, env=e, capture_output=True,
+                          text=True)
     wall = time.monotonic() - t0
     cpu = child_cpu() - c0
     with open(os.path.join(workdir, "playbook-%s.json" % tag), "w") as f:
@@ -424,7 +428,11 @@ def main():
     ap.add_argument("--workdir", default="/tmp/gpuop-bench")
     ap.add_argument("--out", help="results JSON (default WORKDIR/results-<time>.json)")
     ap.add_argument("--prefix", default="bench", help="cluster name prefix (names PREFIX-<pid>-<n><h|p>)")
+    ap.add_argument("--site-arg", action="append", default=[],
+                    help="extra argument of ansible-playbook site.yml, repeatable; like for like with the by-hand "
+                         "baseline (no containerd daemons): --site-arg=-e --site-arg=containerd_sandbox_build=false")
     args = ap.parse_args()
+    SITE_ARGS[:] = args.site_arg
 
     bin_dir = find_bin_dir(args.bin_dir)
     os.makedirs(args.workdir, exist_ok=True)

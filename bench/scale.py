@@ -296,7 +296,8 @@ def main():
 
             reps = {"report_wall": [], "report_calls": [], "report_server": [], "in_process": [],
                     "advertise_wall": [], "advertise_calls": [], "advertise_server": [],
-                    "sharing_wall": [], "roles_wall": [], "roles_server": [], "roles_slowest": []}
+                    "sharing_wall": [], "roles_wall": [], "roles_server": [], "roles_slowest": [],
+                    "doctor_wall": [], "doctor_calls": [], "doctor_elapsed": []}
             for r in range(args.repeat):
                 (wall, res), server = measured(api, lambda: adhoc("daemonset_rollout", {
                     "kubeconfig": kubeconfig, "namespace": NS, "name": DS}))
@@ -311,6 +312,11 @@ def main():
                 reps["advertise_wall"].append(wall)
                 reps["advertise_calls"].append(len(res.get("api_calls") or []))
                 reps["advertise_server"].append(server)
+                # The doctor (issue 10): list calls only, their number flat in N; its own elapsed beside the whole run.
+                wall, res = adhoc("gpu_doctor", {"kubeconfig": kubeconfig})
+                reps["doctor_wall"].append(wall)
+                reps["doctor_calls"].append(len(res.get("api_calls") or []))
+                reps["doctor_elapsed"].append(res.get("elapsed"))
                 wall, res = adhoc("gpu_sharing", {"config": SHARING_CONFIG, "physical_gpus": 4, "vram_per_gpu_gib": 40})
                 reps["sharing_wall"].append(wall)
                 (wall_slow), server = measured(api, lambda: roles_run(root, kubeconfig, "%d-%d" % (n, r)))
@@ -328,6 +334,8 @@ def main():
                 "sharing_wall": median(reps["sharing_wall"]), "roles_wall": median(reps["roles_wall"]),
                 "roles_server_get_list": median([sum(s.values()) for s in reps["roles_server"]]),
                 "report_server_get_list": median([sum(s.values()) for s in reps["report_server"]]),
+                "doctor_wall": median(reps["doctor_wall"]), "doctor_calls": median(reps["doctor_calls"]),
+                "doctor_elapsed": median([x for x in reps["doctor_elapsed"] if x is not None] or [0]),
             }
             results["sizes"].append(row)
             log("N=%d: %s  load %s" % (n, json.dumps(row["median"]), row["load_end"]))
@@ -347,12 +355,14 @@ def main():
         results["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         with open(out, "w") as f:
             json.dump(results, f, indent=1)
-    print("\n N     | rollout report (ansible -m) | calls | in-process observe | advertise 3 nodes: s / calls | sharing s | roles s / server GET+LIST")
+    print("\n N     | rollout report (ansible -m) | calls | in-process observe | advertise 3 nodes: s / calls | sharing s "
+          "| roles s / server GET+LIST | doctor (ansible -m) s / calls / own elapsed s")
     for row in results["sizes"]:
         m = row["median"]
-        print(" %-5d | %27.2f | %5d | %18.3f | %12.2f / %-5d | %9.2f | %7.2f / %d"
+        print(" %-5d | %27.2f | %5d | %18.3f | %12.2f / %-5d | %9.2f | %7.2f / %-17d | %.2f / %d / %.2f"
               % (row["nodes"], m["report_wall"], m["report_calls"], m["report_in_process_observe"], m["advertise_wall"],
-                 m["advertise_calls"], m["sharing_wall"], m["roles_wall"], m["roles_server_get_list"]))
+                 m["advertise_calls"], m["sharing_wall"], m["roles_wall"], m["roles_server_get_list"],
+                 m["doctor_wall"], m["doctor_calls"], m["doctor_elapsed"]))
     log("results in %s; %s" % (out, uptime_line()))
     return 1 if "error" in results else 0
 
