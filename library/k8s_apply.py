@@ -123,8 +123,6 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
     try:
-        for i, obj in enumerate(params["objects"]):
-            k8s_apply.object_path(obj, i)  # bad input named before the cluster is asked
         cluster = Cluster(params["kubeconfig"], params["context"], params["request_timeout"])
         result = k8s_apply.run(cluster, params, check_mode=module.check_mode)
     except GpuopError as exc:

@@ -7,6 +7,7 @@ thousand pods into models costs seconds, a JSON parse costs milliseconds.
 import json
 import math
 import os
+import re
 import time
 
 from .errors import GpuopError
@@ -30,6 +31,9 @@ K8S_ARG_SPEC = {
 }
 
 MANAGED_BY_KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# Kubernetes object names: a namespace is a DNS label, most other objects a DNS subdomain (\Z: no trailing newline).
+DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 POLL_INTERVAL = 0.2
 
 

@@ -10,12 +10,11 @@ every 0.2 s, until ``timeout``.
 
 import copy
 import json
-import re
 import time
 
 from .errors import GpuopError
 from .files import ensure_file
-from .k8s import POLL_INTERVAL, NotFound
+from .k8s import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, POLL_INTERVAL, NotFound
 
 # apiVersion, kind -> (plural, namespaced) of the kinds the lab applies; another kind is refused
 # with its name (add it here) rather than guessed.
@@ -28,7 +27,6 @@ KINDS = {
     ("node.k8s.io/v1", "RuntimeClass"): ("runtimeclasses", False),
 }
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 _SA_PENDING = ("error looking up service account", "serviceaccount")
 # Fields the API sets or bumps on its own: not what the user asked for.
 _VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation", "uid", "creationTimestamp")
@@ -65,14 +63,14 @@ def object_path(obj, index=0):
     plural, namespaced = KINDS[key]
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not DNS1123_SUBDOMAIN_RE.match(name):
         raise GpuopError("objects[%d] (%s): metadata.name must be a DNS subdomain, got %r" % (index, key[1], name))
     prefix = "/api/v1" if key[0] == "v1" else "/apis/%s" % key[0]
     if not namespaced:
         return "%s/%s/%s" % (prefix, plural, name)
     namespace = meta.get("namespace")
-    if not isinstance(namespace, str) or not _NAME_RE.match(namespace):
-        raise GpuopError("objects[%d] (%s %s): metadata.namespace must be set, got %r" % (index, key[1], name, namespace))
+    if not isinstance(namespace, str) or not DNS1123_LABEL_RE.match(namespace):
+        raise GpuopError("objects[%d] (%s %s): metadata.namespace must be set to a DNS label, got %r" % (index, key[1], name, namespace))
     return "%s/namespaces/%s/%s/%s" % (prefix, namespace, plural, name)
 
 

@@ -14,12 +14,10 @@ import time
 
 from . import files
 from .errors import GpuopError
-from .k8s import K8S_ARG_SPEC, wait_for
+from .k8s import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, K8S_ARG_SPEC, wait_for
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 STATUSES = ("True", "False", "Unknown")
-_DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _CONDITION_TYPE_RE = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
 
 
@@ -66,9 +64,9 @@ def normalize_status(value):
 
 def validate_target(namespace, name, condition=None, phase=None, timeout=60.0):
     """Check the inputs; return ``(condition or None, phase or None)`` normalized."""
-    if not isinstance(namespace, str) or len(namespace) > 63 or not _DNS1123_LABEL_RE.match(namespace):
+    if not isinstance(namespace, str) or len(namespace) > 63 or not DNS1123_LABEL_RE.match(namespace):
         raise GpuopError("namespace %r is not a valid namespace name" % (namespace,))
-    if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.match(name):
+    if not isinstance(name, str) or len(name) > 253 or not DNS1123_SUBDOMAIN_RE.match(name):
         raise GpuopError("pod name %r is not a valid pod name" % (name,))
     if (condition is None) == (phase is None):
         raise GpuopError("give exactly one of condition or phase")

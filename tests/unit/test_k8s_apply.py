@@ -30,7 +30,9 @@ BAD = [
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "y"}}, "metadata.name must be a DNS subdomain, got None"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Cuda", "namespace": "y"}}, "got 'Cuda'"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x\n", "namespace": "y"}}, "got 'x\\n'"),
-    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}, "metadata.namespace must be set, got None"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}, "metadata.namespace must be set to a DNS label, got None"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a..b", "namespace": "y"}}, "got 'a..b'"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "gpu.lab"}}, "DNS label, got 'gpu.lab'"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": "x"}, "metadata.name must be a DNS subdomain"),
 ]
 
