@@ -35,6 +35,7 @@ MANAGED_BY_KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 POLL_INTERVAL = 0.2
+RETRY_429_INTERVAL = 0.2
 
 
 class NotFound(GpuopError):
@@ -64,8 +65,28 @@ class Cluster(object):
         self.timeout = request_timeout
         self.calls = []
 
+    # Seams for the unit tests of the 429 retry.
+    _clock = staticmethod(time.monotonic)
+    _sleep = staticmethod(time.sleep)
+
     def request(self, method, path, body=None, query=None, content_type=None):
-        """Send one request; return the decoded JSON body. 404 raises NotFound."""
+        """Send one request; return the decoded JSON body. 404 raises NotFound.
+
+        HTTP 429 ("storage is (re)initializing" right after a CRD is created, or API priority and
+        fairness shedding load) means the request was not processed: it is sent again every
+        RETRY_429_INTERVAL (or sooner when Retry-After says so) for at most request_timeout seconds,
+        then fails with the server's message.
+        """
+        deadline = self._clock() + self.timeout
+        while True:
+            try:
+                return self._request_once(method, path, body, query, content_type)
+            except GpuopError as exc:
+                if exc.details.get("status") != 429 or self._clock() >= deadline:
+                    raise
+                self._sleep(min(RETRY_429_INTERVAL, max(0.0, deadline - self._clock())))
+
+    def _request_once(self, method, path, body, query, content_type):
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
