@@ -18,6 +18,7 @@ have read a partial or foreign version.
 """
 
 import concurrent.futures
+import difflib
 import json
 import os
 import re
@@ -187,8 +188,8 @@ def run_point(point, number, base, reference, post_cluster):
                 if got[rel][1] != want[rel][1]:
                     result["problems"].append("kubeconfig mode %s, want %s" % (got[rel][1], want[rel][1]))
             elif got[rel] != want[rel]:
-                result["problems"].append("%s differs from the reference run (mode %s vs %s)"
-                                          % (rel, got[rel][1], want[rel][1]))
+                result["problems"].append("%s differs from the reference run (mode %s vs %s):\n%s"
+                                          % (rel, got[rel][1], want[rel][1], _diff(want[rel][0], got[rel][0])))
         left = faultlib.temporaries(root)
         if left:
             result["problems"].append("temporary files left: %s" % left)
@@ -198,6 +199,13 @@ def run_point(point, number, base, reference, post_cluster):
         shutil.rmtree(root, ignore_errors=True)
         result["seconds"] = round(time.monotonic() - started, 1)
     return result
+
+
+def _diff(want, got, lines=20):
+    """The first lines of a unified diff reference -> re-run (what a failure must show to be fixed)."""
+    text = difflib.unified_diff(want.decode("utf-8", "replace").splitlines(), got.decode("utf-8", "replace").splitlines(),
+                                "reference", "re-run", lineterm="", n=1)
+    return "\n".join(list(text)[:lines])
 
 
 def test_killed_anywhere_then_rerun_ends_as_uninterrupted(reference, fault_base, fault_jobs):
