@@ -24,6 +24,7 @@ never a reused pid.
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -64,7 +65,7 @@ def argument_spec():
     """Options of the containerd_sandbox module."""
     return dict(
         name=dict(type="str", required=True),
-        state=dict(type="str", default="started", choices=["started", "restarted", "stopped"]),
+        state=dict(type="str", default="started", choices=["started", "restarted", "stopped", "absent"]),
         var_dir=dict(type="path", required=True),
         config=dict(type="path"),
         containerd=dict(type="path", default="/usr/bin/containerd"),
@@ -305,6 +306,30 @@ def stop(params, clock=time.monotonic, sleep=time.sleep):
         if os.path.lexists(socket_path) and stat.S_ISSOCK(os.lstat(socket_path).st_mode):
             os.unlink(socket_path)
     return bool(record), record
+
+
+def stores(where):
+    """The daemon's own stores (content, snapshots, metadata, state, the confinement's uppers) that exist."""
+    return [where[key] for key in ("root", "state", "uppers") if os.path.lexists(where[key])]
+
+
+def remove(params, clock=time.monotonic, sleep=time.sleep):
+    """Stop the daemon (when running) and remove its stores: its next start is a fresh node's.
+
+    The log stays (it is appended to, never rewritten). Returns (changed, None).
+    """
+    where = paths(params["var_dir"], params["name"])
+    was_running, _record = stop(params, clock=clock, sleep=sleep)
+    found = stores(where)
+    for folder in found:
+        try:
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                shutil.rmtree(folder)
+            else:
+                os.unlink(folder)
+        except OSError as exc:
+            raise GpuopError("cannot remove %s of containerd sandbox %s: %s" % (folder, params["name"], exc))
+    return was_running or bool(found), None
 
 
 def restart(params, clock=time.monotonic, sleep=time.sleep):

@@ -265,6 +265,18 @@ def test_modules_through_ansible(tools, tmp_path):
         assert "loaded (containerd %s): runc" % daemon["version"] in views["msg"]
         stopped = run_module("containerd_sandbox", dict(args, state="stopped"), env=env)
         assert stopped["changed"] is True and sb.proc_start_time(first["pid"]) is None
+        # absent: a running daemon is stopped and its stores go; the log stays; a second absent changes nothing.
+        where = sb.paths(args["var_dir"], args["name"])
+        started = run_module("containerd_sandbox", args, env=env)
+        assert os.path.isdir(where["root"]) and os.path.isdir(where["state"])
+        would = run_module("containerd_sandbox", dict(args, state="absent"), check=True, env=env)
+        assert would["changed"] is True and sb.proc_start_time(started["pid"]) is not None
+        gone = run_module("containerd_sandbox", dict(args, state="absent"), env=env)
+        assert gone["changed"] is True and gone["pid"] is None and sb.proc_start_time(started["pid"]) is None
+        assert not os.path.exists(where["root"]) and not os.path.exists(where["state"])
+        assert os.path.isfile(where["log"])
+        again = run_module("containerd_sandbox", dict(args, state="absent"), env=env)
+        assert again["changed"] is False
     finally:
         sb.stop(dict(args, wait_timeout=30.0))
         shutil.rmtree(short, ignore_errors=True)

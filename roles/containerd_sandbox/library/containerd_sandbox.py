@@ -21,6 +21,9 @@ description:
     waits (poll 0.2 s, bounded by O(wait_timeout)) until it answers C(ctr version) on its socket.
     O(state=restarted) stops and starts it (it re-reads the files). O(state=stopped) sends SIGTERM to
     the recorded pid (SIGKILL after O(wait_timeout)) and waits until it is gone.
+    O(state=absent) stops it as well and removes its stores (C(root), C(state), the confinement's
+    upper layers): the next start is a fresh node's, with no image or sandbox of an earlier run. The
+    log is kept.
   - A pid is signalled only when C(/proc) still shows the recorded process (start time and argv).
 version_added: "0.1.0"
 author:
@@ -34,7 +37,7 @@ options:
     description: What to do.
     type: str
     default: started
-    choices: [started, restarted, stopped]
+    choices: [started, restarted, stopped, absent]
   var_dir:
     description: Absolute folder of the sandboxes (the lab's C(var)); must lie outside O(confine).
     type: path
@@ -90,6 +93,12 @@ EXAMPLES = r"""
     name: containerd-1
     var_dir: /srv/lab/var
     state: stopped
+
+- name: Stop it and forget its images and sandboxes (the next start is a fresh node's)
+  containerd_sandbox:
+    name: containerd-1
+    var_dir: /srv/lab/var
+    state: absent
 """
 
 RETURN = r"""
@@ -122,8 +131,8 @@ confined_writes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.containerd_sandbox import (argument_spec, confined_writes, paths, restart,
-                                                           running, start, stop, validate)
+from ansible.module_utils.gpuop.containerd_sandbox import (argument_spec, confined_writes, paths, remove, restart,
+                                                           running, start, stop, stores, validate)
 from ansible.module_utils.gpuop.errors import GpuopError
 
 
@@ -135,23 +144,28 @@ def main():
     changed, record = False, None
     try:
         where = validate(params["name"], params["var_dir"], params["config"], params["containerd"], params["cwd"],
-                         params["confine"], need_config=params["state"] != "stopped")
+                         params["confine"], need_config=params["state"] in ("started", "restarted"))
         if module.check_mode:
             current = running(where)
-            changed = params["state"] == "restarted" or (params["state"] == "stopped") == bool(current)
+            if params["state"] == "absent":
+                changed = bool(current) or bool(stores(where))
+            else:
+                changed = params["state"] == "restarted" or (params["state"] == "stopped") == bool(current)
             record = current
         elif params["state"] == "started":
             changed, record = start(params)
         elif params["state"] == "restarted":
             changed, record = restart(params)
-        else:
+        elif params["state"] == "stopped":
             changed, _gone = stop(params)
+        else:
+            changed, _gone = remove(params)
     except GpuopError as exc:
         error = exc.msg
     if error is not None:
         module.fail_json(msg=error)
     where = paths(params["var_dir"], params["name"])
-    alive = record if params["state"] != "stopped" else None
+    alive = record if params["state"] in ("started", "restarted") else None
     module.exit_json(changed=changed, pid=alive["pid"] if alive else None, address=where["address"], log=where["log"],
                      argv=alive["argv"] if alive else None, cwd=params["cwd"],
                      confined_writes=confined_writes(alive["pid"], alive["confine"]) if alive else [])
