@@ -22,8 +22,8 @@ description:
     O(state=restarted) stops and starts it (it re-reads the files). O(state=stopped) sends SIGTERM to
     the recorded pid (SIGKILL after O(wait_timeout)) and waits until it is gone.
     O(state=absent) stops it as well and removes its stores (C(root), C(state), the confinement's
-    upper layers): the next start is a fresh node's, with no image or sandbox of an earlier run. The
-    log is kept.
+    upper layers), so that the next start is a fresh node's, with no image or sandbox of an earlier
+    run. The log is kept.
   - A pid is signalled only when C(/proc) still shows the recorded process (start time and argv).
 version_added: "0.1.0"
 author:
