@@ -49,6 +49,14 @@ options:
     type: list
     elements: dict
     default: []
+  read:
+    description:
+      - Objects to read (C(apiVersion), C(kind), C(metadata.name), C(metadata.namespace) for namespaced
+        kinds), each with one GET, before any file is written or object applied; returned in RV(read)
+        as found. A cluster that does not answer fails the run before anything is written.
+    type: list
+    elements: dict
+    default: []
   field_manager:
     description: Field manager of the server-side apply.
     type: str
@@ -88,9 +96,25 @@ EXAMPLES = r"""
         metadata: {name: cuda-probe, namespace: gpu-lab}
         spec:
           containers: [{name: cuda, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}]
+
+- name: Read a DaemonSet as it is, then make sure its namespace exists
+  k8s_apply:
+    kubeconfig: "{{ gpuop_kubeconfig }}"
+    read:
+      - {apiVersion: apps/v1, kind: DaemonSet, metadata: {name: nvidia-container-toolkit, namespace: gpu-operator}}
+    objects:
+      - {apiVersion: v1, kind: Namespace, metadata: {name: gpu-operator}}
+  register: toolkit
 """
 
 RETURN = r"""
+read:
+  description: Each object of O(read) as the API answered before anything was written (null where it does
+    not exist), without C(metadata.managedFields).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{apiVersion: v1, kind: Namespace, metadata: {name: default}, status: {phase: Active}}]
 files:
   description: Each file of O(files) and whether it was (or would be) written.
   returned: always
@@ -98,11 +122,15 @@ files:
   elements: dict
   sample: [{path: /tmp/lab/k8s/pod.yaml, changed: false}]
 objects:
-  description: Each object of O(objects) and what the apply did (created, configured, unchanged, would create).
+  description:
+    - Each object of O(objects), what the apply did (created, configured, unchanged, would create) and, as
+      C(object), what the API stored (the dry-run answer in check mode; absent for C(would create)),
+      without C(metadata.managedFields).
   returned: always
   type: list
   elements: dict
-  sample: [{apiVersion: v1, kind: Namespace, name: gpu-lab, namespace: null, result: unchanged}]
+  sample: [{apiVersion: v1, kind: Namespace, name: gpu-lab, namespace: null, result: unchanged,
+            object: {apiVersion: v1, kind: Namespace, metadata: {name: gpu-lab}}}]
 """
 
 import copy

@@ -7,10 +7,10 @@ thousand pods into models costs seconds, a JSON parse costs milliseconds.
 import json
 import math
 import os
-import re
 import time
 
 from .errors import GpuopError
+from .names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE  # noqa: F401  (re-exported: pod_wait, k8s_apply)
 
 try:
     from kubernetes import client as k8s_client
@@ -31,9 +31,6 @@ K8S_ARG_SPEC = {
 }
 
 MANAGED_BY_KWOK_ANNOTATION = "kwok.x-k8s.io/node"
-# Kubernetes object names: a namespace is a DNS label, most other objects a DNS subdomain (\Z: no trailing newline).
-DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 POLL_INTERVAL = 0.2
 RETRY_429_INTERVAL = 0.2
 

@@ -40,6 +40,7 @@ def argument_spec():
             "mode": {"type": "raw", "default": "0644"},
         }},
         "objects": {"type": "list", "elements": "dict", "default": []},
+        "read": {"type": "list", "elements": "dict", "default": []},
         "field_manager": {"type": "str", "default": "gpuop"},
         "timeout": {"type": "float", "default": 60.0},
     }
@@ -52,25 +53,26 @@ def describe(obj):
     return "%s %s" % (obj.get("kind"), where)
 
 
-def object_path(obj, index=0):
+def object_path(obj, index=0, field="objects"):
     """API path of ``obj``; bad input (unknown kind, missing name/namespace) -> GpuopError naming the object."""
     if not isinstance(obj, dict):
-        raise GpuopError("objects[%d] must be a mapping (a Kubernetes object), got %s" % (index, type(obj).__name__))
+        raise GpuopError("%s[%d] must be a mapping (a Kubernetes object), got %s" % (field, index, type(obj).__name__))
     key = (obj.get("apiVersion"), obj.get("kind"))
     if key not in KINDS:
-        raise GpuopError("objects[%d]: apiVersion %r kind %r is not one k8s_apply knows (%s)"
-                         % (index, key[0], key[1], ", ".join("%s %s" % k for k in sorted(KINDS))))
+        raise GpuopError("%s[%d]: apiVersion %r kind %r is not one k8s_apply knows (%s)"
+                         % (field, index, key[0], key[1], ", ".join("%s %s" % k for k in sorted(KINDS))))
     plural, namespaced = KINDS[key]
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not DNS1123_SUBDOMAIN_RE.match(name):
-        raise GpuopError("objects[%d] (%s): metadata.name must be a DNS subdomain, got %r" % (index, key[1], name))
+        raise GpuopError("%s[%d] (%s): metadata.name must be a DNS subdomain, got %r" % (field, index, key[1], name))
     prefix = "/api/v1" if key[0] == "v1" else "/apis/%s" % key[0]
     if not namespaced:
         return "%s/%s/%s" % (prefix, plural, name)
     namespace = meta.get("namespace")
     if not isinstance(namespace, str) or not DNS1123_LABEL_RE.match(namespace):
-        raise GpuopError("objects[%d] (%s %s): metadata.namespace must be set to a DNS label, got %r" % (index, key[1], name, namespace))
+        raise GpuopError("%s[%d] (%s %s): metadata.namespace must be set to a DNS label, got %r"
+                         % (field, index, key[1], name, namespace))
     return "%s/namespaces/%s/%s/%s" % (prefix, namespace, plural, name)
 
 
@@ -135,16 +137,34 @@ def apply_object(cluster, obj, path, field_manager, check_mode, timeout, clock=t
     return ("unchanged" if same else "configured"), before, after
 
 
+def stored(obj):
+    """What the API stored (or would store), without its managed fields (long, and no one's business here)."""
+    if obj is None:
+        return None
+    out = dict(obj)
+    out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return out
+
+
 def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.sleep):
-    """Write ``files``, then apply ``objects`` in order. Returns the module's result dict (changed, files,
-    objects, diff). In check mode nothing is written or kept: files are compared, objects dry-run; an
-    object in a namespace this call would create is reported as ``would create`` (the API cannot dry-run it)."""
+    """Read ``read``, write ``files``, then apply ``objects`` in order. Returns the module's result dict
+    (changed, read, files, objects, diff). ``read`` is read before anything is written: a cluster that
+    does not answer fails the run with no file written. In check mode nothing is written or kept: files
+    are compared, objects dry-run; an object in a namespace this call would create is reported as
+    ``would create`` (the API cannot dry-run it)."""
     objects = params.get("objects") or []
     paths = [object_path(obj, i) for i, obj in enumerate(objects)]  # all bad input before any write
+    reads = params.get("read") or []
+    read_paths = [object_path(ref, i, "read") for i, ref in enumerate(reads)]
     timeout = params.get("timeout", 60.0)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout >= 0:
         raise GpuopError("timeout must be 0 or more seconds, got %r" % (timeout,))
-    result = {"changed": False, "files": [], "objects": [], "diff": []}
+    result = {"changed": False, "read": [], "files": [], "objects": [], "diff": []}
+    for ref, path in zip(reads, read_paths):
+        try:
+            result["read"].append(stored(cluster.get_or_none(path)))
+        except GpuopError as exc:
+            raise GpuopError("reading %s: %s" % (describe(ref), exc.msg))
     for spec in params.get("files") or []:
         mode = spec.get("mode", "0644")
         try:
@@ -171,6 +191,7 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
         outcome, before, after = apply_object(cluster, obj, path, params.get("field_manager", "gpuop"), check_mode,
                                               timeout, clock=clock, sleep=sleep)
         entry["result"] = outcome
+        entry["object"] = stored(after)
         result["objects"].append(entry)
         if outcome == "created" and obj["kind"] == "Namespace":
             new_namespaces.add(meta["name"])
@@ -183,4 +204,5 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
     return result
 
 
-__all__ = ["KINDS", "NotFound", "apply_object", "argument_spec", "describe", "essence", "holds", "object_path", "run"]
+__all__ = ["KINDS", "NotFound", "apply_object", "argument_spec", "describe", "essence", "holds", "object_path", "run",
+           "stored"]

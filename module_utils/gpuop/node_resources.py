@@ -13,6 +13,7 @@ import re
 from fractions import Fraction
 
 from .errors import GpuopError
+from .names import DNS1123_SUBDOMAIN_RE
 from .k8s import K8S_ARG_SPEC, MANAGED_BY_KWOK_ANNOTATION, is_kwok_managed, node_path
 
 MAPS = ("capacity", "allocatable")
@@ -20,8 +21,6 @@ DEFAULT_RESOURCE = "nvidia.com/gpu"
 # Quantities are int64 underneath; extended resources must be whole numbers.
 MAX_QUANTITY = 2 ** 63 - 1
 
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^%s(\.%s)*\Z" % (_DNS1123_LABEL, _DNS1123_LABEL))
 _QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _DIGITS_RE = re.compile(r"^[0-9]+$")
 # A Kubernetes quantity as the API serializes it: number, then a binary/decimal SI suffix or exponent.
@@ -75,7 +74,7 @@ def validate_resource_name(name):
     problems = []
     if "/" in local:
         problems.append("it has more than one '/'")
-    if len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix):
+    if len(prefix) > 253 or not DNS1123_SUBDOMAIN_RE.match(prefix):
         problems.append("its domain %r must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')" % prefix[len("requests."):])
     if not local or len(local) > 63 or not _QUALIFIED_NAME_RE.match(local):
         problems.append("its name part %r must be 1-63 characters of A-Z, a-z, 0-9, '-', '_', '.', "
@@ -114,7 +113,7 @@ def validate_node_names(nodes):
         raise GpuopError("nodes must name at least one node")
     names = []
     for name in nodes:
-        if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.match(name):
+        if not isinstance(name, str) or len(name) > 253 or not DNS1123_SUBDOMAIN_RE.match(name):
             raise GpuopError("node name %r is not a valid node name (a lowercase DNS subdomain)" % (name,))
         if name not in names:
             names.append(name)

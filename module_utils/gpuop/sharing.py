@@ -38,6 +38,7 @@ Memory, per GPU of ``V`` GiB shared ``R`` ways:
 import re
 
 from .errors import GpuopError
+from .names import DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_RE
 
 try:
     import yaml
@@ -62,12 +63,9 @@ ISOLATION = {
     STRATEGY_MPS: "memory-and-compute-limits",
 }
 
-_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
-_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN + "\\Z")
 _DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
                           "'-' or '.', and must start and end with an alphanumeric character "
-                          "(e.g. 'example.com', regex used for validation is '%s')" % _DNS1123_SUBDOMAIN)
+                          "(e.g. 'example.com', regex used for validation is '%s')" % DNS1123_SUBDOMAIN)
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 _SANITISE_RE = re.compile(r"[^A-Za-z0-9\-_. ]")
 
@@ -171,7 +169,7 @@ def new_resource_name(field, raw):
     problems = []
     if len(short) > 253:
         problems.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN_RE.match(short):
+    if not DNS1123_SUBDOMAIN_RE.match(short):
         problems.append(_DNS1123_SUBDOMAIN_MSG)
     if problems:
         raise _Invalid(field, "incorrect format for resource name '%s': [%s]" % (name, " ".join(problems)))

@@ -76,3 +76,42 @@ def test_an_unknown_kind_fails_before_anything_is_written(lab_kubeconfig, tmp_pa
     assert "objects[3]: apiVersion 'v1' kind 'Secret' is not one k8s_apply knows" in result["msg"]
     assert "Traceback" not in str(result)
     assert not (tmp_path / "k8s").exists()
+
+
+def test_read_is_done_before_anything_is_written_and_objects_come_back_as_stored(lab_kubeconfig, k8s, namespace, tmp_path):
+    core = k8s[0]
+    args = _args(lab_kubeconfig, namespace, str(tmp_path))
+    args["read"] = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": namespace}},
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]
+    first = run_module("k8s_apply", args)
+    assert first.get("failed") is not True, first
+    # Read before the apply: the ConfigMap did not exist yet; default did, as the API has it.
+    assert first["read"][0] is None
+    assert first["read"][1]["metadata"]["uid"] == core.read_namespace("default").metadata.uid
+    assert "managedFields" not in first["read"][1]["metadata"]
+    # Each applied object as stored: the ConfigMap's data and the uid the API gave it.
+    stored = first["objects"][1]["object"]
+    assert stored["data"] == {"key": "one"}
+    assert stored["metadata"]["uid"] == core.read_namespaced_config_map("cfg", namespace).metadata.uid
+    again = run_module("k8s_apply", args)
+    assert again["changed"] is False and again["read"][0]["data"] == {"key": "one"}
+
+
+def test_a_cluster_that_does_not_answer_fails_the_read_before_any_file_is_written(tmp_path):
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:%d', insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n" % port)
+    args = _args(str(kubeconfig), "never-made", str(tmp_path))
+    args["read"] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]
+    result = run_module("k8s_apply", args)
+    assert result["failed"] is True
+    assert result["msg"].startswith("reading Namespace default: cannot reach the API server at https://127.0.0.1:%d" % port), result
+    assert "Traceback" not in str(result)
+    assert not (tmp_path / "k8s").exists()
