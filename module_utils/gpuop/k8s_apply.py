@@ -13,6 +13,7 @@ import json
 import time
 
 from .errors import GpuopError
+from .file_set import parse_mode
 from .files import ensure_file
 from .k8s import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, POLL_INTERVAL, NotFound
 
@@ -156,6 +157,8 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
     paths = [object_path(obj, i) for i, obj in enumerate(objects)]  # all bad input before any write
     reads = params.get("read") or []
     read_paths = [object_path(ref, i, "read") for i, ref in enumerate(reads)]
+    modes = [parse_mode(spec.get("mode", "0644"), "files[%d] (%s)" % (i, spec.get("path")))
+             for i, spec in enumerate(params.get("files") or [])]
     timeout = params.get("timeout", 60.0)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout >= 0:
         raise GpuopError("timeout must be 0 or more seconds, got %r" % (timeout,))
@@ -165,12 +168,7 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
             result["read"].append(stored(cluster.get_or_none(path)))
         except GpuopError as exc:
             raise GpuopError("reading %s: %s" % (describe(ref), exc.msg))
-    for spec in params.get("files") or []:
-        mode = spec.get("mode", "0644")
-        try:
-            mode = int(mode, 8) if isinstance(mode, str) else int(mode)
-        except ValueError:
-            raise GpuopError("files: %s: mode %r is not an octal mode" % (spec["path"], spec.get("mode")))
+    for spec, mode in zip(params.get("files") or [], modes):
         changed, diff = ensure_file(spec["path"], spec["content"], mode=mode, check_mode=check_mode)
         result["files"].append({"path": spec["path"], "changed": changed})
         if changed:

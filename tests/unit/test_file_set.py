@@ -1,0 +1,92 @@
+"""file_set on the real filesystem: folders and files made once, modes kept, check mode writes nothing, bad input first."""
+
+import os
+import stat
+
+import pytest
+
+from gpuop.errors import GpuopError
+from gpuop.file_set import parse_mode, run
+from gpuop_testlib import run_module
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("0644", 0o644), ("755", 0o755), ("0700", 0o700), (0o600, 0o600), (493, 0o755), ("01777", 0o1777),
+])
+def test_modes(value, expected):
+    assert parse_mode(value, "x") == expected
+
+
+@pytest.mark.parametrize("value", ["0898", "rw-r--r--", "", True, None, 1.5, -1, 0o17777, "99999"])
+def test_bad_modes_name_the_item(value):
+    with pytest.raises(GpuopError) as err:
+        parse_mode(value, "files[0] (/x)")
+    assert str(err.value).startswith("files[0] (/x): mode %r is not an octal file mode" % (value,))
+
+
+def test_folders_then_files_then_nothing_to_do(tmp_path):
+    params = {"directories": [{"path": str(tmp_path / "a" / "b"), "mode": "0700"}, {"path": str(tmp_path / "c")}],
+              "files": [{"path": str(tmp_path / "c" / "x.toml"), "content": "version = 2\n"},
+                        {"path": str(tmp_path / "d" / "run.sh"), "content": "#!/bin/sh\n", "mode": "0755"}]}
+    preview = run(params, check_mode=True)
+    assert preview["changed"] is True and all(i["changed"] for i in preview["directories"] + preview["files"])
+    assert os.listdir(tmp_path) == []
+    first = run(params)
+    assert [i["changed"] for i in first["directories"] + first["files"]] == [True, True, True, True]
+    assert _mode(tmp_path / "a" / "b") == 0o700 and _mode(tmp_path / "c") == 0o755
+    assert (tmp_path / "c" / "x.toml").read_text() == "version = 2\n" and _mode(tmp_path / "c" / "x.toml") == 0o644
+    assert _mode(tmp_path / "d" / "run.sh") == 0o755
+    mtime = os.stat(tmp_path / "c" / "x.toml").st_mtime_ns
+    again = run(params)
+    assert again == {"changed": False, "diff": [],
+                     "directories": [{"path": p["path"], "changed": False} for p in params["directories"]],
+                     "files": [{"path": p["path"], "changed": False} for p in params["files"]]}
+    assert os.stat(tmp_path / "c" / "x.toml").st_mtime_ns == mtime
+
+
+def test_a_mode_changed_by_hand_is_put_back(tmp_path):
+    folder = tmp_path / "f"
+    params = {"directories": [{"path": str(folder), "mode": "0750"}],
+              "files": [{"path": str(folder / "x"), "content": "x\n", "mode": "0600"}]}
+    run(params)
+    os.chmod(folder, 0o777)
+    os.chmod(folder / "x", 0o644)
+    result = run(params)
+    assert [i["changed"] for i in result["directories"] + result["files"]] == [True, True]
+    assert _mode(folder) == 0o750 and _mode(folder / "x") == 0o600
+    assert result["diff"][0]["before"] == "folder, mode 0777\n" and result["diff"][0]["after"] == "folder, mode 0750\n"
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"directories": [{"path": "relative/dir"}]}, "directories[1] (relative/dir): path must be absolute"),
+    ({"files": [{"path": "/tmp/x", "content": "", "mode": "0999"}]}, "files[0] (/tmp/x): mode '0999' is not an octal file mode (e.g. \"0644\")"),
+])
+def test_bad_input_fails_before_anything_is_made(tmp_path, params, message):
+    # A good folder comes first: it must not be made either.
+    params = dict(params, directories=[{"path": str(tmp_path / "first")}] + params.get("directories", []))
+    with pytest.raises(GpuopError) as err:
+        run(params)
+    assert str(err.value) == message
+    assert not (tmp_path / "first").exists()
+
+
+def test_a_file_in_the_way_of_a_folder(tmp_path):
+    (tmp_path / "taken").write_text("a file\n")
+    with pytest.raises(GpuopError) as err:
+        run({"directories": [{"path": str(tmp_path / "taken")}]})
+    assert str(err.value) == "cannot make folder %s: something that is not a folder is in the way" % (tmp_path / "taken")
+
+
+def test_through_ansible_with_diff(tmp_path):
+    args = {"directories": [{"path": str(tmp_path / "etc")}],
+            "files": [{"path": str(tmp_path / "etc" / "config.toml"), "content": "version = 2\n"}]}
+    result = run_module("file_set", args, diff=True)
+    assert result["changed"] is True and result["files"] == [{"path": str(tmp_path / "etc" / "config.toml"), "changed": True}]
+    assert (tmp_path / "etc" / "config.toml").read_text() == "version = 2\n"
+    assert run_module("file_set", args)["changed"] is False
+    bad = run_module("file_set", {"files": [{"path": "x", "content": ""}]})
+    assert bad["failed"] is True and bad["msg"] == "files[0] (x): path must be absolute" and "Traceback" not in str(bad)
