@@ -20,7 +20,8 @@ run: setup
 test: setup
 	bash tests/run-all.sh
 
-# The fault suite alone (make test runs it too): kills, control-plane faults, bad input. docs/reliability.md
+# The fault suite (~32 min): kills at every step boundary and wait, control-plane faults, bad input.
+# CI (.ci/run) runs it after make test when it fits in CI's time. docs/reliability.md
 test-faults: setup
 	pytest -q tests/faults
 
