@@ -33,24 +33,8 @@ options:
         description: Its mode, octal as a string (V("0755")) or a number.
         type: raw
         default: "0755"
-  files:
-    description: Files to write, in this order; the folder of each is made when missing.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path of the file.
-        type: path
-        required: true
-      content:
-        description: The whole content of the file.
-        type: str
-        required: true
-      mode:
-        description: Its mode, octal as a string (V("0644")) or a number.
-        type: raw
-        default: "0644"
+extends_documentation_fragment:
+  - gpuop_files
 attributes:
   check_mode:
     support: full

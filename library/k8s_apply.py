@@ -23,25 +23,6 @@ description:
 version_added: "1.0.0"
 author: gpuop
 options:
-  files:
-    description:
-      - Files to write before any object is applied (the written view, e.g. the manifests).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Path of the file; its folder is made when missing.
-        type: path
-        required: true
-      content:
-        description: The whole content of the file.
-        type: str
-        required: true
-      mode:
-        description: Mode of the file, octal as a string (V("0644")) or a number.
-        type: raw
-        default: "0644"
   objects:
     description:
       - Kubernetes objects (mappings with C(apiVersion), C(kind), C(metadata.name) and, for namespaced
@@ -67,6 +48,7 @@ options:
     default: 60.0
 extends_documentation_fragment:
   - gpuop_k8s
+  - gpuop_files
 attributes:
   check_mode:
     support: full

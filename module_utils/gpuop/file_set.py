@@ -13,17 +13,21 @@ from .errors import GpuopError
 from .files import ensure_file
 
 
+# A list of files to write: one definition for every module that writes files (file_set, k8s_apply).
+FILES_SPEC = {"type": "list", "elements": "dict", "default": [], "options": {
+    "path": {"type": "path", "required": True},
+    "content": {"type": "str", "required": True},
+    "mode": {"type": "raw", "default": "0644"},
+}}
+
+
 def argument_spec():
     return {
         "directories": {"type": "list", "elements": "dict", "default": [], "options": {
             "path": {"type": "path", "required": True},
             "mode": {"type": "raw", "default": "0755"},
         }},
-        "files": {"type": "list", "elements": "dict", "default": [], "options": {
-            "path": {"type": "path", "required": True},
-            "content": {"type": "str", "required": True},
-            "mode": {"type": "raw", "default": "0644"},
-        }},
+        "files": FILES_SPEC,
     }
 
 
@@ -64,20 +68,16 @@ def ensure_directory(path, mode, check_mode=False):
     return True, diff
 
 
-def run(params, check_mode=False):
-    """Folders first, then files, in the order given. Returns the module's result (changed, directories,
-    files, diff). All bad input (relative path, bad mode) is refused before anything is made."""
-    directories = params.get("directories") or []
-    files = params.get("files") or []
-    wanted = []
-    for kind, items, default in (("directories", directories, "0755"), ("files", files, "0644")):
-        for index, item in enumerate(items):
-            where = "%s[%d] (%s)" % (kind, index, item.get("path"))
-            if not os.path.isabs(item.get("path") or ""):
-                raise GpuopError("%s: path must be absolute" % where)
-            wanted.append((kind, item, parse_mode(item.get("mode", default), where)))
-    result = {"changed": False, "directories": [], "files": [], "diff": []}
-    for kind, item, mode in wanted:
+def modes(kind, items, default):
+    """The mode of each of ``items`` (``kind``: directories or files), checked before anything is made."""
+    return [parse_mode(item.get("mode", default), "%s[%d] (%s)" % (kind, index, item.get("path")))
+            for index, item in enumerate(items)]
+
+
+def make(kind, items, item_modes, result, check_mode=False):
+    """Make each folder or write each file of ``items`` with its mode; record it in ``result``
+    (``result[kind]``, ``changed``, ``diff``), as the modules return it."""
+    for item, mode in zip(items, item_modes):
         if kind == "directories":
             changed, diff = ensure_directory(item["path"], mode, check_mode)
         else:
@@ -86,4 +86,19 @@ def run(params, check_mode=False):
         if changed:
             result["changed"] = True
             result["diff"].append(diff)
+
+
+def run(params, check_mode=False):
+    """Folders first, then files, in the order given. Returns the module's result (changed, directories,
+    files, diff). All bad input (relative path, bad mode) is refused before anything is made."""
+    directories = params.get("directories") or []
+    files = params.get("files") or []
+    for kind, items in (("directories", directories), ("files", files)):
+        for index, item in enumerate(items):
+            if not os.path.isabs(item.get("path") or ""):
+                raise GpuopError("%s[%d] (%s): path must be absolute" % (kind, index, item.get("path")))
+    directory_modes, file_modes = modes("directories", directories, "0755"), modes("files", files, "0644")
+    result = {"changed": False, "directories": [], "files": [], "diff": []}
+    make("directories", directories, directory_modes, result, check_mode)
+    make("files", files, file_modes, result, check_mode)
     return result

@@ -10,7 +10,6 @@ import os
 import time
 
 from .errors import GpuopError
-from .names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE  # noqa: F401  (re-exported: pod_wait, k8s_apply)
 
 try:
     from kubernetes import client as k8s_client
@@ -32,7 +31,6 @@ K8S_ARG_SPEC = {
 
 MANAGED_BY_KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 POLL_INTERVAL = 0.2
-RETRY_429_INTERVAL = 0.2
 
 
 class NotFound(GpuopError):
@@ -62,26 +60,21 @@ class Cluster(object):
         self.timeout = request_timeout
         self.calls = []
 
-    # Seams for the unit tests of the 429 retry.
-    _clock = staticmethod(time.monotonic)
-    _sleep = staticmethod(time.sleep)
-
     def request(self, method, path, body=None, query=None, content_type=None):
         """Send one request; return the decoded JSON body. 404 raises NotFound.
 
         HTTP 429 ("storage is (re)initializing" right after a CRD is created, or API priority and
         fairness shedding load) means the request was not processed: it is sent again every
-        RETRY_429_INTERVAL (or sooner when Retry-After says so) for at most request_timeout seconds,
-        then fails with the server's message.
+        POLL_INTERVAL for at most request_timeout seconds, then fails with the server's message.
         """
-        deadline = self._clock() + self.timeout
+        deadline = time.monotonic() + self.timeout
         while True:
             try:
                 return self._request_once(method, path, body, query, content_type)
             except GpuopError as exc:
-                if exc.details.get("status") != 429 or self._clock() >= deadline:
+                if exc.details.get("status") != 429 or time.monotonic() >= deadline:
                     raise
-                self._sleep(min(RETRY_429_INTERVAL, max(0.0, deadline - self._clock())))
+                time.sleep(min(POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
 
     def _request_once(self, method, path, body, query, content_type):
         headers = {"Accept": "application/json"}

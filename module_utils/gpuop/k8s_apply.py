@@ -13,9 +13,9 @@ import json
 import time
 
 from .errors import GpuopError
-from .file_set import parse_mode
-from .files import ensure_file
-from .k8s import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, POLL_INTERVAL, NotFound
+from . import file_set
+from .k8s import POLL_INTERVAL, NotFound
+from .names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 
 # apiVersion, kind -> (plural, namespaced) of the kinds the lab applies; another kind is refused
 # with its name (add it here) rather than guessed.
@@ -35,11 +35,7 @@ _VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation", "uid", "
 
 def argument_spec():
     return {
-        "files": {"type": "list", "elements": "dict", "default": [], "options": {
-            "path": {"type": "path", "required": True},
-            "content": {"type": "str", "required": True},
-            "mode": {"type": "raw", "default": "0644"},
-        }},
+        "files": file_set.FILES_SPEC,
         "objects": {"type": "list", "elements": "dict", "default": []},
         "read": {"type": "list", "elements": "dict", "default": []},
         "field_manager": {"type": "str", "default": "gpuop"},
@@ -157,8 +153,8 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
     paths = [object_path(obj, i) for i, obj in enumerate(objects)]  # all bad input before any write
     reads = params.get("read") or []
     read_paths = [object_path(ref, i, "read") for i, ref in enumerate(reads)]
-    modes = [parse_mode(spec.get("mode", "0644"), "files[%d] (%s)" % (i, spec.get("path")))
-             for i, spec in enumerate(params.get("files") or [])]
+    files = params.get("files") or []
+    file_modes = file_set.modes("files", files, "0644")
     timeout = params.get("timeout", 60.0)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout >= 0:
         raise GpuopError("timeout must be 0 or more seconds, got %r" % (timeout,))
@@ -168,12 +164,7 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
             result["read"].append(stored(cluster.get_or_none(path)))
         except GpuopError as exc:
             raise GpuopError("reading %s: %s" % (describe(ref), exc.msg))
-    for spec, mode in zip(params.get("files") or [], modes):
-        changed, diff = ensure_file(spec["path"], spec["content"], mode=mode, check_mode=check_mode)
-        result["files"].append({"path": spec["path"], "changed": changed})
-        if changed:
-            result["changed"] = True
-            result["diff"].append(diff)
+    file_set.make("files", files, file_modes, result, check_mode)
     new_namespaces = set()
     for obj, path in zip(objects, paths):
         meta = obj["metadata"]

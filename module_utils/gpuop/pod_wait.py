@@ -14,7 +14,8 @@ import time
 
 from . import files
 from .errors import GpuopError
-from .k8s import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, K8S_ARG_SPEC, wait_for
+from .k8s import K8S_ARG_SPEC, wait_for
+from .names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 STATUSES = ("True", "False", "Unknown")
