@@ -7,9 +7,12 @@ import subprocess
 import sys
 import time
 
+import ansible.module_utils
+
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(PROJECT, ".venv", "bin")
-sys.path.insert(0, os.path.join(PROJECT, "module_utils"))
+# The project's module_utils under the name Ansible ships them as (ansible.module_utils.gpuop.*).
+ansible.module_utils.__path__.append(os.path.join(PROJECT, "module_utils"))
 
 
 def find_bin_dir(explicit=None):

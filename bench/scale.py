@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import PROJECT, VENV_BIN, Clusters, env, find_bin_dir, loadavg, median, uptime_line  # noqa: E402
 import k8sraw  # noqa: E402
-from gpuop.kwok_nodes import desired_node  # noqa: E402  (the lab's node shape, from the project)
+from ansible.module_utils.gpuop.kwok_nodes import desired_node  # noqa: E402  (the lab's node shape, from the project)
 
 NS = "gpu-operator"
 DS = "nvidia-container-toolkit"
@@ -167,9 +167,10 @@ def adhoc(module, args, kubeconfig_env=None):
 IN_PROCESS = r"""
 import json, sys, time
 t0 = time.monotonic()
-sys.path.insert(0, sys.argv[1])
-from gpuop.k8s import Cluster
-from gpuop import rollout
+import ansible.module_utils
+ansible.module_utils.__path__.append(sys.argv[1])
+from ansible.module_utils.gpuop.k8s import Cluster
+from ansible.module_utils.gpuop import rollout
 t1 = time.monotonic()
 c = Cluster(sys.argv[2])
 t2 = time.monotonic()

@@ -6,9 +6,13 @@ import subprocess
 import sys
 import time
 
+import ansible.module_utils
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.join(ROOT, "module_utils") not in sys.path:
-    sys.path.insert(0, os.path.join(ROOT, "module_utils"))
+# gpuop's module_utils import each other as ansible.module_utils.gpuop.* (absolute: the name Ansible
+# ships them under inside a module, and the only form mitogen follows); tests import them the same way.
+if os.path.join(ROOT, "module_utils") not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(os.path.join(ROOT, "module_utils"))
 
 
 def ansible_env(extra=None):

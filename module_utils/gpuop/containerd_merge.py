@@ -24,7 +24,7 @@ import os
 import re
 import tomllib
 
-from .errors import GpuopError
+from ansible.module_utils.gpuop.errors import GpuopError
 
 CRI_ID_V2 = "io.containerd.grpc.v1.cri"
 CRI_ID_V3 = "io.containerd.cri.v1.runtime"

@@ -25,7 +25,7 @@ import subprocess
 import time
 import tomllib
 
-from .errors import GpuopError
+from ansible.module_utils.gpuop.errors import GpuopError
 
 POLL_INTERVAL = 0.2
 VIEW_LOADED = "loaded"

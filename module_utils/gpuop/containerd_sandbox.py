@@ -30,8 +30,8 @@ import stat
 import subprocess
 import time
 
-from .errors import GpuopError
-from .files import atomic_write
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.files import atomic_write
 
 POLL_INTERVAL = 0.2
 DEFAULT_CONFINE = ("/etc", "/opt", "/run")

@@ -17,7 +17,7 @@ Each observation (one moment of the walk)::
 import json
 import re
 
-from .errors import GpuopError
+from ansible.module_utils.gpuop.errors import GpuopError
 
 # What changes from one walk to the next in the daemons' own words: a sandbox's random id, the time
 # stamp of crictl's log line. The reports keep the words and drop these, so that the same files give

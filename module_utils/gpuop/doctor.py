@@ -42,10 +42,10 @@ import json
 import re
 import shlex
 
-from . import containerd_merge, rollout, sharing
-from .errors import GpuopError
-from .k8s import K8S_ARG_SPEC
-from .node_resources import validate_resource_name
+from ansible.module_utils.gpuop import containerd_merge, rollout, sharing
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.k8s import K8S_ARG_SPEC
+from ansible.module_utils.gpuop.node_resources import validate_resource_name
 
 try:
     import yaml

@@ -9,8 +9,8 @@ one module run instead of one per item.
 import os
 import stat
 
-from .errors import GpuopError
-from .files import ensure_file
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.files import ensure_file
 
 
 # A list of files to write: one definition for every module that writes files (file_set, k8s_apply).

@@ -5,7 +5,7 @@ import re
 import stat
 import tempfile
 
-from .errors import GpuopError
+from ansible.module_utils.gpuop.errors import GpuopError
 
 
 def read_text(path):

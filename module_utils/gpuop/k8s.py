@@ -9,7 +9,7 @@ import math
 import os
 import time
 
-from .errors import GpuopError
+from ansible.module_utils.gpuop.errors import GpuopError
 
 try:
     from kubernetes import client as k8s_client

@@ -12,10 +12,10 @@ import copy
 import json
 import time
 
-from .errors import GpuopError
-from . import file_set
-from .k8s import POLL_INTERVAL, NotFound
-from .names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop import file_set
+from ansible.module_utils.gpuop.k8s import POLL_INTERVAL, NotFound
+from ansible.module_utils.gpuop.names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 
 # apiVersion, kind -> (plural, namespaced) of the kinds the lab applies; another kind is refused
 # with its name (add it here) rather than guessed.

@@ -32,8 +32,8 @@ import time
 
 import yaml
 
-from .errors import GpuopError
-from .k8s import NotFound, is_kwok_managed, node_path, wait_for
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.k8s import NotFound, is_kwok_managed, node_path, wait_for
 
 POLL_INTERVAL = 0.2
 GROUP = "kwok.x-k8s.io"

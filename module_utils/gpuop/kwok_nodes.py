@@ -5,8 +5,8 @@ Pure planning (``desired_node``, ``plan``) is separate from the calls (``ensure_
 
 import copy
 
-from .errors import GpuopError
-from .k8s import MANAGED_BY_KWOK_ANNOTATION, NotFound, node_path, wait_for
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.k8s import MANAGED_BY_KWOK_ANNOTATION, NotFound, node_path, wait_for
 
 ARG_SPEC = {
     "names": {"type": "list", "elements": "str", "required": True},

@@ -12,9 +12,9 @@ import copy
 import re
 from fractions import Fraction
 
-from .errors import GpuopError
-from .names import DNS1123_SUBDOMAIN_RE
-from .k8s import K8S_ARG_SPEC, MANAGED_BY_KWOK_ANNOTATION, is_kwok_managed, node_path
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.names import DNS1123_SUBDOMAIN_RE
+from ansible.module_utils.gpuop.k8s import K8S_ARG_SPEC, MANAGED_BY_KWOK_ANNOTATION, is_kwok_managed, node_path
 
 MAPS = ("capacity", "allocatable")
 DEFAULT_RESOURCE = "nvidia.com/gpu"

@@ -12,10 +12,10 @@ import os
 import re
 import time
 
-from . import files
-from .errors import GpuopError
-from .k8s import K8S_ARG_SPEC, wait_for
-from .names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
+from ansible.module_utils.gpuop import files
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.k8s import K8S_ARG_SPEC, wait_for
+from ansible.module_utils.gpuop.names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 STATUSES = ("True", "False", "Unknown")

@@ -56,7 +56,7 @@ import re
 import time
 from fractions import Fraction
 
-from .errors import GpuopError
+from ansible.module_utils.gpuop.errors import GpuopError
 
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
@@ -628,7 +628,7 @@ def observe(cluster, namespace, name, wait_for=None, timeout=60.0, clock=None):
     Returns ``(analysis, elapsed)``; the node list is read once at the end, when the blocker
     needs it.
     """
-    from .k8s import NotFound, wait_for as poll
+    from ansible.module_utils.gpuop.k8s import NotFound, wait_for as poll
 
     clock = clock or time.time
     if wait_for is not None and wait_for not in (PHASE_STALLED, PHASE_COMPLETE):
@@ -655,7 +655,7 @@ def observe(cluster, namespace, name, wait_for=None, timeout=60.0, clock=None):
 
 
 def argument_spec():
-    from .k8s import K8S_ARG_SPEC
+    from ansible.module_utils.gpuop.k8s import K8S_ARG_SPEC
 
     spec = copy.deepcopy(K8S_ARG_SPEC)
     spec.update({

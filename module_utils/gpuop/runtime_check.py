@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 
-from .errors import GpuopError
+from ansible.module_utils.gpuop.errors import GpuopError
 
 EXIT_FOUND = 0
 EXIT_ABSENT = 1

@@ -37,8 +37,8 @@ Memory, per GPU of ``V`` GiB shared ``R`` ways:
 
 import re
 
-from .errors import GpuopError
-from .names import DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_RE
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.names import DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_RE
 
 try:
     import yaml

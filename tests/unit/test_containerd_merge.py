@@ -7,8 +7,8 @@ import subprocess
 import pytest
 import yaml
 
-from gpuop import containerd_merge
-from gpuop.errors import GpuopError
+from ansible.module_utils.gpuop import containerd_merge
+from ansible.module_utils.gpuop.errors import GpuopError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

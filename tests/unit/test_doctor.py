@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from gpuop import doctor
-from gpuop.errors import GpuopError
+from ansible.module_utils.gpuop import doctor
+from ansible.module_utils.gpuop.errors import GpuopError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures", "doctor")

@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from gpuop.errors import GpuopError
-from gpuop.file_set import parse_mode, run
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.file_set import parse_mode, run
 from gpuop_testlib import run_module
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gpuop import k8s_apply
-from gpuop.errors import GpuopError
+from ansible.module_utils.gpuop import k8s_apply
+from ansible.module_utils.gpuop.errors import GpuopError
 
 PATHS = [
     ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-lab"}}, "/api/v1/namespaces/gpu-lab"),

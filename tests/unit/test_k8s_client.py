@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from gpuop.errors import GpuopError
-from gpuop.k8s import Cluster, NotFound
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.k8s import Cluster, NotFound
 
 
 class _Server(http.server.ThreadingHTTPServer):

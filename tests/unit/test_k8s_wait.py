@@ -2,8 +2,8 @@
 
 import pytest
 
-from gpuop.errors import GpuopError
-from gpuop.k8s import wait_for
+from ansible.module_utils.gpuop.errors import GpuopError
+from ansible.module_utils.gpuop.k8s import wait_for
 
 
 class FakeClock(object):

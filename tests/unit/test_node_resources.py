@@ -4,8 +4,8 @@ from fractions import Fraction
 
 import pytest
 
-from gpuop import node_resources as nr
-from gpuop.errors import GpuopError
+from ansible.module_utils.gpuop import node_resources as nr
+from ansible.module_utils.gpuop.errors import GpuopError
 
 GPU = "nvidia.com/gpu"
 
@@ -198,7 +198,7 @@ def test_unmanaged_message_names_node_field_and_override():
 
 
 def test_argument_spec_extends_shared_k8s_options_without_touching_them():
-    from gpuop import k8s
+    from ansible.module_utils.gpuop import k8s
     spec = nr.argument_spec()
     assert {"kubeconfig", "context", "request_timeout", "nodes", "resource", "quantity", "state",
             "allow_unmanaged_nodes"} == set(spec)

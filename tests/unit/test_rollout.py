@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from gpuop import rollout
-from gpuop.errors import GpuopError
+from ansible.module_utils.gpuop import rollout
+from ansible.module_utils.gpuop.errors import GpuopError
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "rollout")
 GiB = 2 ** 30

@@ -9,8 +9,8 @@ import os
 import pytest
 import yaml
 
-from gpuop import sharing
-from gpuop.errors import GpuopError
+from ansible.module_utils.gpuop import sharing
+from ansible.module_utils.gpuop.errors import GpuopError
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "sharing")
 
