@@ -19,7 +19,8 @@ description:
   - A namespaced object refused because its namespace's default ServiceAccount does not exist yet
     (the controller makes it just after the namespace) is applied again every 0.2 s until O(timeout).
   - The kinds it knows are v1 Namespace, ConfigMap, Pod and ServiceAccount, apps/v1 DaemonSet and
-    node.k8s.io/v1 RuntimeClass. Another kind fails naming it, before anything is written.
+    node.k8s.io/v1 RuntimeClass; v1 Node may be read (O(read)), never applied. Another kind fails
+    naming it, before anything is written.
 version_added: "1.0.0"
 author: gpuop
 options:

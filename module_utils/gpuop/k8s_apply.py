@@ -26,7 +26,10 @@ KINDS = {
     ("v1", "ServiceAccount"): ("serviceaccounts", True),
     ("apps/v1", "DaemonSet"): ("daemonsets", True),
     ("node.k8s.io/v1", "RuntimeClass"): ("runtimeclasses", False),
+    ("v1", "Node"): ("nodes", False),
 }
+# Kinds that may be read but never applied: a Node belongs to its kubelet (or to kwok).
+READ_ONLY_KINDS = {("v1", "Node")}
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 _SA_PENDING = ("error looking up service account", "serviceaccount")
 # Fields the API sets or bumps on its own: not what the user asked for.
@@ -151,6 +154,10 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
     ``would create`` (the API cannot dry-run it)."""
     objects = params.get("objects") or []
     paths = [object_path(obj, i) for i, obj in enumerate(objects)]  # all bad input before any write
+    for i, obj in enumerate(objects):
+        if (obj["apiVersion"], obj["kind"]) in READ_ONLY_KINDS:
+            raise GpuopError("objects[%d] (%s %s): k8s_apply reads this kind but never applies it"
+                             % (i, obj["kind"], obj["metadata"]["name"]))
     reads = params.get("read") or []
     read_paths = [object_path(ref, i, "read") for i, ref in enumerate(reads)]
     files = params.get("files") or []
@@ -193,5 +200,5 @@ def run(cluster, params, check_mode=False, clock=time.monotonic, sleep=time.slee
     return result
 
 
-__all__ = ["KINDS", "NotFound", "apply_object", "argument_spec", "describe", "essence", "holds", "object_path", "run",
+__all__ = ["KINDS", "READ_ONLY_KINDS", "NotFound", "apply_object", "argument_spec", "describe", "essence", "holds", "object_path", "run",
            "stored"]

@@ -15,6 +15,7 @@ PATHS = [
      "/apis/node.k8s.io/v1/runtimeclasses/nvidia"),
     ({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nvidia-container-toolkit", "namespace": "gpu-operator"}},
      "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-container-toolkit"),
+    ({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "lab-node-1"}}, "/api/v1/nodes/lab-node-1"),
 ]
 
 
@@ -42,6 +43,15 @@ def test_bad_objects_are_named(obj, message):
     with pytest.raises(GpuopError) as info:
         k8s_apply.object_path(obj)
     assert message in info.value.msg
+
+
+def test_a_node_is_read_but_never_applied(tmp_path):
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "lab-node-1"}}
+    params = {"objects": [node], "files": [{"path": str(tmp_path / "node.yaml"), "content": "x"}]}
+    with pytest.raises(GpuopError) as info:
+        k8s_apply.run(None, params)  # refused before the cluster is asked anything
+    assert info.value.msg == "objects[0] (Node lab-node-1): k8s_apply reads this kind but never applies it"
+    assert list(tmp_path.iterdir()) == []  # nothing written
 
 
 def test_essence_drops_what_the_api_sets_and_keeps_the_rest():
