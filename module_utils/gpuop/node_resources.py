@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from ansible.module_utils.gpuop.errors import GpuopError
 from ansible.module_utils.gpuop.names import DNS1123_SUBDOMAIN_RE
+from ansible.module_utils.gpuop.quantity import parse_quantity
 from ansible.module_utils.gpuop.k8s import K8S_ARG_SPEC, MANAGED_BY_KWOK_ANNOTATION, is_kwok_managed, node_path
 
 MAPS = ("capacity", "allocatable")
@@ -23,16 +24,6 @@ MAX_QUANTITY = 2 ** 63 - 1
 
 _QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _DIGITS_RE = re.compile(r"^[0-9]+$")
-# A Kubernetes quantity as the API serializes it: number, then a binary/decimal SI suffix or exponent.
-_QUANTITY_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
-_SUFFIX = {
-    "": Fraction(1),
-    "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000),
-    "k": Fraction(10 ** 3), "M": Fraction(10 ** 6), "G": Fraction(10 ** 9),
-    "T": Fraction(10 ** 12), "P": Fraction(10 ** 15), "E": Fraction(10 ** 18),
-    "Ki": Fraction(2 ** 10), "Mi": Fraction(2 ** 20), "Gi": Fraction(2 ** 30),
-    "Ti": Fraction(2 ** 40), "Pi": Fraction(2 ** 50), "Ei": Fraction(2 ** 60),
-}
 
 
 def argument_spec():
@@ -121,23 +112,6 @@ def validate_node_names(nodes):
 
 
 # ---------------------------------------------------------------- pure state
-
-
-def parse_quantity(text):
-    """Parse an API quantity string into a Fraction; None when it is not one."""
-    if not isinstance(text, str):
-        return None
-    match = _QUANTITY_RE.match(text.strip())
-    if not match:
-        return None
-    sign, number, suffix = match.groups()
-    value = Fraction(number)
-    suffix = suffix or ""
-    if suffix[:1] in ("e", "E"):
-        value *= Fraction(10) ** int(suffix[1:])
-    else:
-        value *= _SUFFIX[suffix]
-    return -value if sign == "-" else value
 
 
 def quantity_equal(current, desired):

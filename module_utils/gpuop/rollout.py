@@ -56,6 +56,7 @@ import re
 import time
 from fractions import Fraction
 
+from ansible.module_utils.gpuop import quantity
 from ansible.module_utils.gpuop.errors import GpuopError
 
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
@@ -90,31 +91,16 @@ _AFFINITY_RES = (
 _FIT_ORDER = ("pods", "cpu", "memory", "ephemeral-storage")
 _BYTE_RESOURCES = ("memory", "ephemeral-storage")
 
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
-_BINARY = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
-_DECIMAL = {"n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000), "": 1,
-            "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
-
 
 # ---------------------------------------------------------------------------------------------
 # Quantities
 
 def parse_quantity(text):
-    """A Kubernetes quantity (``64Gi``, ``500m``, ``1e3``, ``4``) as an exact Fraction."""
-    raw = str(text).strip()
-    match = _QUANTITY_RE.match(raw)
-    if not match:
+    """A Kubernetes quantity (``64Gi``, ``500m``, ``1e3``, ``4``) as an exact Fraction; bad input -> GpuopError."""
+    value = quantity.parse_quantity(text if isinstance(text, str) else str(text))
+    if value is None:
         raise GpuopError("not a Kubernetes quantity: %r" % (text,))
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        value = Fraction(number)
-    except ValueError:
-        raise GpuopError("not a Kubernetes quantity: %r" % (text,))
-    if suffix in _BINARY:
-        return value * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return value * _DECIMAL[suffix]
-    return value * Fraction(10) ** int(suffix[1:])
+    return value
 
 
 def base_units(resource, text):
@@ -133,7 +119,7 @@ def human(resource, amount):
         return str(amount // 1000) if amount % 1000 == 0 else "%dm" % amount
     if resource in _BYTE_RESOURCES:
         for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-            unit = _BINARY[suffix]
+            unit = quantity.SUFFIX[suffix]
             if amount >= unit:
                 if amount % unit == 0:
                     return "%d%s" % (amount // unit, suffix)

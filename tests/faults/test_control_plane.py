@@ -17,13 +17,17 @@ message's own "timed out after" and by the wall clock from the fault to the task
 the cluster is started again (kwokctl stop/start) and site.yml re-run without the short timeout:
 it must complete and every output end byte-identical to the uninterrupted reference run.
 
-Last, node objects deleted behind the playbook's back are recreated by the cluster role.
+Last, node objects deleted behind the playbook's back are recreated by the cluster role, a
+half-running cluster is stopped and started again, and a cluster whose etcd could not bind its port
+(kwokctl still exits 0) is deleted and created once more.
 """
 
 import datetime
 import os
 import re
 import shutil
+import socket
+import threading
 import time
 
 import pytest
@@ -242,6 +246,54 @@ def test_half_running_cluster_is_stopped_and_started_again(reference):
     assert again.proc.returncode == 0, again.tail(60)
     assert faultlib.outputs(root, cluster) == reference["outputs"]
     print("half-running cluster repaired by cluster.yml in %.1fs" % took)
+
+
+def test_new_cluster_whose_etcd_cannot_bind_is_created_again(fault_base):
+    """kwokctl exits 0 when a component never came up (seen 2026-12-03: two clusters created at the same
+    moment, etcd's peer port taken between kwokctl's pick and etcd's bind; kwokctl waited ~2 min, logged
+    "Failed to wait for cluster to be ready", exited 0). The role asks the new cluster /readyz, deletes it
+    and creates it once more. Here etcd's port is held by this test until etcd has failed on it."""
+    cluster = "fault-cp-port-%d" % os.getpid()
+    root = os.path.join(fault_base, cluster + "-root")
+    held = socket.socket()
+    held.bind(("0.0.0.0", 0))
+    held.listen(1)
+    port = held.getsockname()[1]
+    log = os.path.join(faultlib.KWOK_HOME, cluster, "logs", "etcd.log")
+    released = {}
+
+    def release_when_etcd_failed():
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                with open(log) as handle:
+                    if "address already in use" in handle.read():
+                        break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        held.close()
+        released["at"] = time.monotonic()
+
+    watcher = threading.Thread(target=release_when_etcd_failed, daemon=True)
+    try:
+        watcher.start()
+        one = faultlib.run("playbooks/cluster.yml", faultlib.site_vars(root, cluster, {
+            "kwok_cluster_create_args": ["--etcd-port", str(port)], "kwok_cluster_wait_timeout": 20}))
+        watcher.join(5)
+        assert "at" in released and released["at"] < one.started + one.elapsed, "etcd never failed on the held port"
+        assert one.proc.returncode == 0, one.tail(60)
+        done = {b[0]: b[1] for b in one.banners}
+        assert done.get("kwok_cluster : Delete the new cluster that does not answer") == "changed", one.tail(60)
+        assert done.get("kwok_cluster : Create the cluster again (new ports)") == "changed", one.tail(60)
+        assert done.get("kwok_cluster : Fail naming what the components said, twice") == "skipping", one.tail(60)
+        api = config.new_client_from_config(config_file=os.path.join(root, "kubeconfig"))
+        nodes = client.CoreV1Api(api).list_node().items
+        assert sorted(n.metadata.name for n in nodes) == ["lab-node-0", "lab-node-1", "lab-node-2"]
+        print("cluster with etcd's port taken created again; cluster.yml took %.1fs" % one.elapsed)
+    finally:
+        held.close()
+        faultlib.delete_cluster(cluster)
 
 
 @pytest.fixture(autouse=True)
