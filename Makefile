@@ -20,7 +20,7 @@ run: setup
 test: setup
 	bash tests/run-all.sh
 
-# The fault suite (~32 min): kills at every step boundary and wait, control-plane faults, bad input.
+# The fault suite (~35 min): kills at every step boundary and wait, control-plane faults, bad input.
 # CI (.ci/run) runs it after make test when it fits in CI's time. docs/reliability.md
 test-faults: setup
 	pytest -q tests/faults

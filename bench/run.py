@@ -535,7 +535,9 @@ def machine():
     except OSError:
         pass
     return {"cpus": os.cpu_count(), "cpu": cpu, "memory": mem, "kernel": platform.release(),
-            "python": platform.python_version(), "host": platform.node()}
+            "python": platform.python_version(), "host": platform.node(),
+            # ANSIBLE_STRATEGY=mitogen_linear (with mitogen's strategy plugins) measures the accelerator.
+            "ansible_strategy": os.environ.get("ANSIBLE_STRATEGY", "linear")}
 
 
 def summarize(rounds):

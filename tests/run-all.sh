@@ -23,7 +23,7 @@ echo "== toolchain and test cluster ($GPUOP_TEST_CLUSTER under $GPUOP_TEST_ROOT)
 ansible-playbook playbooks/cluster.yml "${vars[@]}"
 
 echo "== pytest"
-# The fault suite (tests/faults, ~32 min) runs with `make test-faults`, and in CI after this (.ci/run): docs/reliability.md.
+# The fault suite (tests/faults, ~35 min) runs with `make test-faults`, and in CI after this (.ci/run): docs/reliability.md.
 pytest -q tests --ignore=tests/faults
 
 echo "== molecule test --all"
