@@ -165,7 +165,8 @@ def advertised_value(maps, resource):
 def unmanaged_message(names, host):
     return ("refusing to write status.capacity/allocatable of node(s) %s on the cluster at %s: kwok does not "
             "manage them (no annotation %s: fake). On a real cluster the device plugin, through the kubelet, "
-            "owns that field; set allow_unmanaged_nodes: true to write it anyway"
+            "owns that field; set allow_unmanaged_nodes: true to write it anyway (through the roles: "
+            "node_advertisement_allow_unmanaged_nodes or gpu_time_slicing_allow_unmanaged_nodes)"
             % (", ".join(names), host, MANAGED_BY_KWOK_ANNOTATION))
 
 

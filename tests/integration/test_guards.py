@@ -65,7 +65,8 @@ def test_status_write_refuses_a_node_kwok_does_not_manage_and_writes_nothing(k8s
     assert result["failed"] is True
     assert re.match(r"^refusing to write status\.capacity/allocatable of node\(s\) %s on the cluster at "
                     r"https://127\.0\.0\.1:\d+: kwok does not manage them \(no annotation kwok\.x-k8s\.io/node: fake\)\. "
-                    r".*set allow_unmanaged_nodes: true to write it anyway$" % foreign_node, result["msg"]), result["msg"]
+                    r".*set allow_unmanaged_nodes: true to write it anyway \(through the roles: "
+                    r"node_advertisement_allow_unmanaged_nodes or gpu_time_slicing_allow_unmanaged_nodes\)$" % foreign_node, result["msg"]), result["msg"]
     assert _allocatable(core, foreign_node, "example.com/guard") is None
     assert _allocatable(core, "lab-node-2", "example.com/guard") == before  # the kwok node was not written either
 
@@ -125,6 +126,7 @@ def test_roles_refuse_then_allow_a_node_kwok_does_not_manage(k8s, lab_kubeconfig
     assert refused.returncode != 0
     assert "refusing to write status.capacity/allocatable of node(s) %s" % foreign_node in refused.stdout, refused.stdout[-3000:]
     assert "set allow_unmanaged_nodes: true to write it anyway" in refused.stdout
+    assert role + "_allow_unmanaged_nodes" in refused.stdout  # the role's own variable is named
     assert "Traceback" not in refused.stdout + refused.stderr
     node = core.read_node(foreign_node)
     assert not [k for k in (node.status.allocatable or {}) if k.startswith(("example.com/", "nvidia.com/"))]
