@@ -7,12 +7,13 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # predictions); strace (tests/integration/test_guards.py proves site.yml writes nothing outside its root).
 APT_PACKAGES := containerd strace
 
-.PHONY: run test test-faults setup apt venv toolchain lint reset clean-test help
+.PHONY: run test test-faults setup apt venv collection-link collection toolchain lint reset clean-test help
 
 help:
 	@echo "make run    - install what is missing, then ansible-playbook site.yml (the whole incident)"
 	@echo "make test   - install what is missing, then pytest and every molecule scenario"
 	@echo "make reset  - delete the lab's cluster and outputs (playbooks/reset.yml)"
+	@echo "make collection - build the collection gpuop.gates: dist/gpuop-gates-<version>.tar.gz"
 
 run: setup
 	ansible-playbook site.yml
@@ -25,7 +26,17 @@ test: setup
 test-faults: setup
 	pytest -q tests/faults
 
-setup: apt venv
+setup: apt venv collection-link
+
+# The checkout is the collection gpuop.gates: ansible.cfg's collections_path (.collections) holds a link back
+# to this folder, so every playbook and test finds gpuop.gates.* here, as in an installed collection.
+COLLECTION_LINK := .collections/ansible_collections/gpuop/gates
+collection-link:
+	@test -L $(COLLECTION_LINK) || { mkdir -p $(dir $(COLLECTION_LINK)) && ln -sfn ../../.. $(COLLECTION_LINK); }
+
+# The installable artifact, built from the tracked files (tools/build-collection.py).
+collection: setup
+	python tools/build-collection.py
 
 apt:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -37,9 +48,9 @@ apt:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt constraints.txt requirements.yml
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt requirements.yml
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	$(VENV)/bin/ansible-galaxy collection install --offline -r requirements.yml
 	@touch $@
 

@@ -11,7 +11,7 @@ import ansible.module_utils
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(PROJECT, ".venv", "bin")
-# The project's module_utils under the name Ansible ships them as (ansible.module_utils.gpuop.*).
+# The project's module_utils under the name Ansible ships them as (ansible_collections.gpuop.gates.plugins.module_utils.*).
 ansible.module_utils.__path__.append(os.path.join(PROJECT, "module_utils"))
 
 

@@ -34,7 +34,7 @@ from common import PROJECT, VENV_BIN, Clusters, env, find_bin_dir, loadavg, medi
 import k8sraw  # noqa: E402
 
 try:
-    from ansible.module_utils.gpuop import rollout as gpuop_rollout  # the project's own definition of complete/stalled
+    from ansible_collections.gpuop.gates.plugins.module_utils import rollout as gpuop_rollout  # the project's own definition of complete/stalled
 except Exception:  # pragma: no cover - the status fallback below is used
     gpuop_rollout = None
 

@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import PROJECT, VENV_BIN, Clusters, env, find_bin_dir, loadavg, median, uptime_line  # noqa: E402
 import k8sraw  # noqa: E402
-from ansible.module_utils.gpuop.kwok_nodes import desired_node  # noqa: E402  (the lab's node shape, from the project)
+from ansible_collections.gpuop.gates.plugins.module_utils.kwok_nodes import desired_node  # noqa: E402  (the lab's node shape, from the project)
 
 NS = "gpu-operator"
 DS = "nvidia-container-toolkit"
@@ -169,8 +169,8 @@ import json, sys, time
 t0 = time.monotonic()
 import ansible.module_utils
 ansible.module_utils.__path__.append(sys.argv[1])
-from ansible.module_utils.gpuop.k8s import Cluster
-from ansible.module_utils.gpuop import rollout
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster
+from ansible_collections.gpuop.gates.plugins.module_utils import rollout
 t1 = time.monotonic()
 c = Cluster(sys.argv[2])
 t2 = time.monotonic()

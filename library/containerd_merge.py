@@ -1,6 +1,9 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Ansible module containerd_merge: thin shell over module_utils/gpuop/containerd_merge.py."""
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""Ansible module containerd_merge: thin shell over module_utils/containerd_merge.py."""
 
 from __future__ import annotations
 
@@ -179,9 +182,9 @@ merge_txt:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.containerd_merge import analyze, argument_spec, render_merge_txt, render_report, summary
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.files import ensure_file
+from ansible_collections.gpuop.gates.plugins.module_utils.containerd_merge import analyze, argument_spec, render_merge_txt, render_report, summary
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
 
 
 def main():

@@ -1,6 +1,9 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Ansible module containerd_runtimes: thin shell over module_utils/gpuop/containerd_runtimes.py."""
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""Ansible module containerd_runtimes: thin shell over module_utils/containerd_runtimes.py."""
 
 from __future__ import annotations
 
@@ -131,8 +134,8 @@ probes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.containerd_runtimes import argument_spec, handler_summary, observe
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.containerd_runtimes import argument_spec, handler_summary, observe
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 
 def main():

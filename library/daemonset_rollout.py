@@ -1,5 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Ansible module: a DaemonSet rollout's numbers, phase and blocker, from what the cluster says."""
 
 from __future__ import absolute_import, division, print_function
@@ -58,7 +61,7 @@ options:
     type: float
     default: 60.0
 extends_documentation_fragment:
-  - gpuop_k8s
+  - gpuop.gates.k8s
 attributes:
   check_mode:
     support: full
@@ -306,10 +309,10 @@ dest:
 import datetime
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.files import ensure_file
-from ansible.module_utils.gpuop.k8s import Cluster
-from ansible.module_utils.gpuop.rollout import argument_spec, observe, report_text
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster
+from ansible_collections.gpuop.gates.plugins.module_utils.rollout import argument_spec, observe, report_text
 
 
 def main():

@@ -1,6 +1,9 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Ansible module file_set: thin shell over module_utils/gpuop/file_set.py."""
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""Ansible module file_set: thin shell over module_utils/file_set.py."""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ options:
         type: raw
         default: "0755"
 extends_documentation_fragment:
-  - gpuop_files
+  - gpuop.gates.files
 attributes:
   check_mode:
     support: full
@@ -78,8 +81,8 @@ files:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.file_set import argument_spec, run
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.file_set import argument_spec, run
 
 
 def main():

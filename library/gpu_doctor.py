@@ -1,5 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Ansible module: the incident doctor, a read-only diagnosis of every GPU gate of a cluster."""
 
 from __future__ import absolute_import, division, print_function
@@ -88,7 +91,7 @@ options:
     type: path
     default: /
 extends_documentation_fragment:
-  - gpuop_k8s
+  - gpuop.gates.k8s
 attributes:
   check_mode:
     support: full
@@ -216,11 +219,11 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.doctor import (argument_spec, gate_failed, render_json, render_md, report_lines,
+from ansible_collections.gpuop.gates.plugins.module_utils.doctor import (argument_spec, gate_failed, render_json, render_md, report_lines,
                                                run)
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.files import ensure_file
-from ansible.module_utils.gpuop.k8s import Cluster
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster
 
 
 def main():

@@ -1,5 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Ansible module: the NVIDIA device plugin's sharing config, parsed as the plugin does, and its arithmetic."""
 
 from __future__ import absolute_import, division, print_function
@@ -69,7 +72,7 @@ attributes:
 notes:
   - Pure computation; no cluster access. Source of the rules read for this module
     (k8s-device-plugin C(api/config/v1), C(internal/lm/resource.go),
-    C(cmd/mps-control-daemon/mps/daemon.go)) is named in C(module_utils/gpuop/sharing.py).
+    C(cmd/mps-control-daemon/mps/daemon.go)) is named in C(module_utils/sharing.py).
 """
 
 EXAMPLES = r"""
@@ -206,9 +209,9 @@ dest:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.files import ensure_file
-from ansible.module_utils.gpuop.sharing import argument_spec, compute, slots_text
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
+from ansible_collections.gpuop.gates.plugins.module_utils.sharing import argument_spec, compute, slots_text
 
 
 def main():

@@ -1,5 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Ansible module: write manifests and server-side apply objects, in one run."""
 
 from __future__ import absolute_import, division, print_function
@@ -48,8 +51,8 @@ options:
     type: float
     default: 60.0
 extends_documentation_fragment:
-  - gpuop_k8s
-  - gpuop_files
+  - gpuop.gates.k8s
+  - gpuop.gates.files
 attributes:
   check_mode:
     support: full
@@ -119,9 +122,9 @@ objects:
 import copy
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop import k8s_apply
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.k8s import K8S_ARG_SPEC, Cluster
+from ansible_collections.gpuop.gates.plugins.module_utils import k8s_apply
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import K8S_ARG_SPEC, Cluster
 
 
 def argument_spec():

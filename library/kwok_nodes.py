@@ -1,5 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Ensure kwok-managed Node objects with explicit capacity and wait until they are Ready."""
 
 DOCUMENTATION = r"""
@@ -32,7 +35,7 @@ options:
     type: float
     default: 60.0
 extends_documentation_fragment:
-  - gpuop_k8s
+  - gpuop.gates.k8s
 attributes:
   check_mode:
     support: full
@@ -73,9 +76,9 @@ ready_after:
 import copy
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.k8s import K8S_ARG_SPEC, Cluster
-from ansible.module_utils.gpuop.kwok_nodes import ARG_SPEC, ensure_nodes
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import K8S_ARG_SPEC, Cluster
+from ansible_collections.gpuop.gates.plugins.module_utils.kwok_nodes import ARG_SPEC, ensure_nodes
 
 
 def main():

@@ -1,5 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Ansible module: advertise an extended resource on kwok nodes through the status subresource."""
 
 from __future__ import absolute_import, division, print_function
@@ -56,7 +59,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - gpuop_k8s
+  - gpuop.gates.k8s
 attributes:
   check_mode:
     support: full
@@ -168,9 +171,9 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.k8s import Cluster
-from ansible.module_utils.gpuop.node_resources import REQUIRED_IF, advertise, argument_spec
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster
+from ansible_collections.gpuop.gates.plugins.module_utils.node_resources import REQUIRED_IF, advertise, argument_spec
 
 
 def main():

@@ -1,5 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Ansible module: wait for a pod's condition or phase, polled at 0.2 s, bounded."""
 
 from __future__ import absolute_import, division, print_function
@@ -68,7 +71,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - gpuop_k8s
+  - gpuop.gates.k8s
 attributes:
   check_mode:
     support: full
@@ -172,9 +175,9 @@ content:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.k8s import Cluster
-from ansible.module_utils.gpuop.pod_wait import (
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster
+from ansible_collections.gpuop.gates.plugins.module_utils.pod_wait import (
     MUTUALLY_EXCLUSIVE, REQUIRED_BY, REQUIRED_ONE_OF, argument_spec, wait_pod,
 )
 

@@ -1,6 +1,9 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Ansible module runtime_check: thin shell over module_utils/gpuop/runtime_check.py."""
+# Copyright: (c) 2026, gpuop contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""Ansible module runtime_check: thin shell over module_utils/runtime_check.py."""
 
 from __future__ import annotations
 
@@ -103,9 +106,9 @@ import os
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.files import ensure_file
-from ansible.module_utils.gpuop.runtime_check import argument_spec, run_check, script_content
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
+from ansible_collections.gpuop.gates.plugins.module_utils.runtime_check import argument_spec, run_check, script_content
 
 
 def _run(module, content, installed):

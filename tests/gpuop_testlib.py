@@ -6,13 +6,17 @@ import subprocess
 import sys
 import time
 
-import ansible.module_utils
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# gpuop's module_utils import each other as ansible.module_utils.gpuop.* (absolute: the name Ansible
-# ships them under inside a module, and the only form mitogen follows); tests import them the same way.
-if os.path.join(ROOT, "module_utils") not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(os.path.join(ROOT, "module_utils"))
+# The checkout is the collection gpuop.gates (ansible.cfg: collections_path = .collections, a link made by
+# `make setup`). Tests import gpuop's Python by the name the collection gives it,
+# ansible_collections.gpuop.gates.plugins.module_utils.*, as Ansible does inside a module.
+COLLECTIONS = os.path.join(ROOT, ".collections")
+COLLECTION_LINK = os.path.join(COLLECTIONS, "ansible_collections", "gpuop", "gates")
+if not os.path.isdir(COLLECTION_LINK):
+    raise RuntimeError("%s is missing: run `make setup` (it links the checkout as the collection gpuop.gates)"
+                       % COLLECTION_LINK)
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
 
 
 def ansible_env(extra=None):
@@ -26,8 +30,9 @@ def ansible_env(extra=None):
 
 
 def run_module(name, args, check=False, diff=False, env=None):
-    """Run module ``name`` of library/ with ``args`` through ``ansible localhost -m``; return its result dict."""
-    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-m", name, "-a", json.dumps(args)]
+    """Run module ``name`` of gpuop.gates (library/) through ``ansible localhost -m``; return its result dict."""
+    fqcn = name if "." in name else "gpuop.gates." + name
+    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-m", fqcn, "-a", json.dumps(args)]
     if check:
         cmd.append("--check")
     if diff:

@@ -23,7 +23,8 @@ from gpuop_testlib import ROOT, ansible_env
 
 PLAYBOOK = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
 KWOK_HOME = os.path.join(os.path.expanduser("~"), ".kwok", "clusters")
-BANNER_RE = re.compile(r"^TASK \[(.*?)\] \*+\s*$")
+# A role task's banner names its role by FQCN (gpuop.gates.<role> : <task>); titles here keep "<role> : <task>".
+BANNER_RE = re.compile(r"^TASK \[(?:gpuop\.gates\.)?(.*?)\] \*+\s*$")
 STATUS_RE = re.compile(r"^(ok|changed|skipping|fatal|failed|included)\b")
 RECAP_RE = re.compile(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
 TEMP_RE = re.compile(r"(^\..*\.tmp$)|(^\.ansible_tmp)")
@@ -393,7 +394,7 @@ def wait_tasks():
             for key in ("block", "rescue", "always"):
                 walk(role, task.get(key))
             for module, needle in WAIT_MODULES.items():
-                if module in task:
+                if module in task or "gpuop.gates." + module in task:
                     found.append((role, task["name"], needle))
             for key in ("ansible.builtin.command", "command"):
                 args = task.get(key)

@@ -18,7 +18,7 @@ import tomllib
 import pytest
 import yaml
 
-from ansible.module_utils.gpuop import containerd_merge
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_merge
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

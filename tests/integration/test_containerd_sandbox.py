@@ -19,10 +19,10 @@ import tempfile
 
 import pytest
 
-from ansible.module_utils.gpuop import containerd_merge
-from ansible.module_utils.gpuop import containerd_runtimes as cr
-from ansible.module_utils.gpuop import containerd_sandbox as sb
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_merge
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_runtimes as cr
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_sandbox as sb
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from gpuop_testlib import ROOT, ansible_env, run_module
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

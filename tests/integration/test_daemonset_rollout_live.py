@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from ansible.module_utils.gpuop.k8s import Cluster, NotFound, wait_for
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster, NotFound, wait_for
 
 LAB_NODES = ["lab-node-0", "lab-node-1", "lab-node-2"]
 TIMEOUT = 30

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from ansible.module_utils.gpuop.k8s import Cluster, NotFound, wait_for
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster, NotFound, wait_for
 from gpuop_testlib import ROOT, ansible_env
 
 SUFFIX = uuid.uuid4().hex[:6]

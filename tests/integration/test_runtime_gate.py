@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 
-from ansible.module_utils.gpuop import containerd_sandbox as sb
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_sandbox as sb
 from gpuop_testlib import ROOT, ansible_env, run_module, wait_until
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

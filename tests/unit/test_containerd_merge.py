@@ -7,8 +7,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible.module_utils.gpuop import containerd_merge
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_merge
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -183,7 +183,7 @@ def test_module_fails_once_without_traceback_or_output(case, tmp_path, run):
 def test_adhoc_command_prints_both_predictions(tmp_path):
     config = materialize(CASES[0], tmp_path)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
-    proc = subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-m", "containerd_merge",
+    proc = subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-m", "gpuop.gates.containerd_merge",
                            "-a", "config=%s" % config], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "containerd_1" in proc.stdout and "containerd_2" in proc.stdout

@@ -10,11 +10,11 @@ import os
 
 import pytest
 
-from ansible.module_utils.gpuop import containerd_runtimes as cr
-from ansible.module_utils.gpuop import containerd_sandbox as sb
-from ansible.module_utils.gpuop import containerd_sandbox_views as views
-from ansible.module_utils.gpuop import kwok_gate
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_runtimes as cr
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_sandbox as sb
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_sandbox_views as views
+from ansible_collections.gpuop.gates.plugins.module_utils import kwok_gate
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(os.path.dirname(HERE), "fixtures", "containerd_live")

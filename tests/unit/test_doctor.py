@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from ansible.module_utils.gpuop import doctor
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import doctor
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures", "doctor")

@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.file_set import parse_mode, run
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.file_set import parse_mode, run
 from gpuop_testlib import run_module
 
 

@@ -19,8 +19,8 @@ import time
 
 import yaml
 
-from ansible.module_utils.gpuop import containerd_merge
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_merge
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -18,8 +18,8 @@ import tempfile
 import pytest
 import yaml
 
-from ansible.module_utils.gpuop import containerd_merge, k8s, node_resources, pod_wait, sharing
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_merge, k8s, node_resources, pod_wait, sharing
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from gpuop_testlib import ROOT, ansible_env
 
 HOSTILE = os.path.join(ROOT, "tests", "fixtures", "hostile")
@@ -83,7 +83,7 @@ def run_loop(module, cases):
         playbook = os.path.join(folder, "hostile.yml")
         with open(playbook, "w") as handle:
             yaml.safe_dump([{"name": "hostile", "hosts": "localhost", "gather_facts": False, "tasks": [
-                {"name": "call", module: "{{ item }}", "loop": cases, "ignore_errors": True}]}], handle)
+                {"name": "call", "gpuop.gates." + module: "{{ item }}", "loop": cases, "ignore_errors": True}]}], handle)
         proc = subprocess.run(
             [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), playbook], cwd=ROOT, capture_output=True,
             text=True, check=False,
@@ -330,7 +330,7 @@ def test_pod_wait_target_names(tmp_path):
 
 def test_a_temp_file_left_by_a_killed_write_is_removed_by_the_next_one(tmp_path):
     """A run SIGKILLed between the temp file and the rename leaves ``.<name>.XXXXXXXX.tmp``; the next write removes it."""
-    from ansible.module_utils.gpuop import files
+    from ansible_collections.gpuop.gates.plugins.module_utils import files
 
     dest = tmp_path / "merge.txt"
     left = tmp_path / ".merge.txt.k1ll3d_x.tmp"

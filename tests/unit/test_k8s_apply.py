@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible.module_utils.gpuop import k8s_apply
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import k8s_apply
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 PATHS = [
     ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-lab"}}, "/api/v1/namespaces/gpu-lab"),

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.k8s import Cluster, NotFound
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster, NotFound
 
 
 class _Server(http.server.ThreadingHTTPServer):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible.module_utils.gpuop.errors import GpuopError
-from ansible.module_utils.gpuop.k8s import wait_for
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.k8s import wait_for
 
 
 class FakeClock(object):

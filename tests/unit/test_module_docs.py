@@ -1,7 +1,7 @@
 """Every module's documentation is true to its code.
 
-For each library/*.py and roles/*/library/*.py:
-- ``ansible-doc -M <folder> -t module <name> --json`` renders it with DOCUMENTATION, EXAMPLES and RETURN;
+For each library/*.py (plugins/modules of gpuop.gates):
+- ``ansible-doc -t module gpuop.gates.<name> --json`` renders it with DOCUMENTATION, EXAMPLES and RETURN;
 - the documented options equal the argument spec the module really passes to AnsibleModule (names,
   type, elements, default, required, choices, aliases, and the same for suboptions);
 - EXAMPLES parse as YAML, call the module, and each call uses only documented options (suboptions
@@ -15,7 +15,6 @@ The argument spec is taken from the code itself, whatever builds it (inline dict
 and stops. This is how ansible-test's validate-modules reads a spec; no module code is changed.
 """
 
-import glob
 import json
 import os
 import subprocess
@@ -23,24 +22,21 @@ import subprocess
 import pytest
 import yaml
 
-from gpuop_testlib import ROOT, ansible_env
+from gpuop_testlib import COLLECTIONS, ROOT, ansible_env
 
 LIBRARY = os.path.join(ROOT, "library")
 PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
-# The project's library/ and every role's own library/ (modules shipped with a role).
-LIBRARIES = [LIBRARY] + sorted(glob.glob(os.path.join(ROOT, "roles", "*", "library")))
-FOLDER_OF = {f[:-3]: folder for folder in LIBRARIES for f in os.listdir(folder)
-             if f.endswith(".py") and not f.startswith("_")}
+# Every module of the collection is in library/ (no role ships modules of its own).
+FOLDER_OF = {f[:-3]: LIBRARY for f in os.listdir(LIBRARY) if f.endswith(".py") and not f.startswith("_")}
 MODULES = sorted(FOLDER_OF)
 
 # Runs in a fresh interpreter (argv: module_utils folder, then module files); prints {name: kwargs}.
 _CAPTURE = r"""
 import json, os, runpy, sys
 
-import ansible.module_utils
 import ansible.module_utils.basic
 
-ansible.module_utils.__path__.append(sys.argv[1])  # ansible.module_utils.gpuop, as AnsiballZ ships it
+sys.path.insert(0, sys.argv[1])  # the .collections folder: ansible_collections.gpuop.gates.plugins.module_utils
 
 
 class Captured(BaseException):
@@ -70,15 +66,15 @@ json.dump(out, sys.stdout, default=repr)
 
 
 def _ansible_doc(name):
-    """``ansible-doc -M <its library> -t module <name> --json``, one module per run so one bad doc hides no other."""
+    """``ansible-doc -t module gpuop.gates.<name> --json``, one module per run so one bad doc hides no other."""
     proc = subprocess.run(
-        [os.path.join(ROOT, ".venv", "bin", "ansible-doc"), "-M", FOLDER_OF[name], "-t", "module", name, "--json"],
+        [os.path.join(ROOT, ".venv", "bin", "ansible-doc"), "-t", "module", "gpuop.gates." + name, "--json"],
         cwd=ROOT, env=ansible_env(), capture_output=True, text=True, check=False,
     )
     assert proc.returncode == 0, "ansible-doc %s failed (rc=%s):\n%s" % (name, proc.returncode, proc.stderr)
     data = json.loads(proc.stdout)
-    assert name in data, "ansible-doc did not render %s:\n%s" % (name, proc.stderr)
-    return data[name]
+    assert "gpuop.gates." + name in data, "ansible-doc did not render %s:\n%s" % (name, proc.stderr)
+    return data["gpuop.gates." + name]
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +98,7 @@ def docs():
 def specs():
     """The keyword arguments each module's main() passes to AnsibleModule."""
     proc = subprocess.run(
-        [PYTHON, "-c", _CAPTURE, os.path.join(ROOT, "module_utils")]
+        [PYTHON, "-c", _CAPTURE, COLLECTIONS]
         + [os.path.join(FOLDER_OF[m], m + ".py") for m in MODULES],
         cwd=ROOT, env=ansible_env(), capture_output=True, text=True, check=False,
     )

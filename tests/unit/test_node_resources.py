@@ -4,8 +4,8 @@ from fractions import Fraction
 
 import pytest
 
-from ansible.module_utils.gpuop import node_resources as nr
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import node_resources as nr
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 GPU = "nvidia.com/gpu"
 
@@ -198,7 +198,7 @@ def test_unmanaged_message_names_node_field_and_override():
 
 
 def test_argument_spec_extends_shared_k8s_options_without_touching_them():
-    from ansible.module_utils.gpuop import k8s
+    from ansible_collections.gpuop.gates.plugins.module_utils import k8s
     spec = nr.argument_spec()
     assert {"kubeconfig", "context", "request_timeout", "nodes", "resource", "quantity", "state",
             "allow_unmanaged_nodes"} == set(spec)

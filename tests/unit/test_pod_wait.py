@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible.module_utils.gpuop import pod_wait as pw
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import pod_wait as pw
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 SCHED_MSG = ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu. no new claims to deallocate, "
              "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from ansible.module_utils.gpuop.quantity import parse_quantity, same_requests
+from ansible_collections.gpuop.gates.plugins.module_utils.quantity import parse_quantity, same_requests
 from gpuop_testlib import ROOT, ansible_env
 
 
@@ -43,9 +43,9 @@ def test_the_role_filter_is_the_same_function_on_the_controller(tmp_path):
     """The toolkit_rollout role's filter, run by ansible-playbook, answers from this module's parser."""
     playbook = tmp_path / "filter.yml"
     playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"ansible.builtin.debug": {"msg": "{{ {'cpu': '500m', 'memory': '1Gi'} | toolkit_rollout_same_requests("
+        {"ansible.builtin.debug": {"msg": "{{ {'cpu': '500m', 'memory': '1Gi'} | gpuop.gates.same_requests("
                                           "{'cpu': '0.5', 'memory': '1024Mi'}) }} "
-                                          "{{ {'cpu': '500m'} | toolkit_rollout_same_requests({'cpu': '1'}) }}"}}]}]))
+                                          "{{ {'cpu': '500m'} | gpuop.gates.same_requests({'cpu': '1'}) }}"}}]}]))
     env = ansible_env({"ANSIBLE_FILTER_PLUGINS": os.path.join(ROOT, "roles", "toolkit_rollout", "filter_plugins"),
                        "ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.json",
                        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible.module_utils.gpuop import rollout
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import rollout
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "rollout")
 GiB = 2 ** 30

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible.module_utils.gpuop import runtime_check
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import runtime_check
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -9,8 +9,8 @@ import os
 import pytest
 import yaml
 
-from ansible.module_utils.gpuop import sharing
-from ansible.module_utils.gpuop.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import sharing
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "sharing")
 

@@ -1,1 +1,0 @@
-# gpuop's module logic. Pure functions live here; library/*.py are thin AnsibleModule shells.
