@@ -29,7 +29,9 @@ description:
     C(runtimes) entries that are not tables fail the task; nothing is written then.
 version_added: "0.1.0"
 author:
-  - gpuop
+  - gpuop contributors (!UNKNOWN)
+requirements:
+  - Python 3.11 or later on the host where it runs (it reads TOML with the standard library's tomllib)
 options:
   config:
     description:
@@ -70,7 +72,7 @@ attributes:
 notes:
   - Reads files only; it never runs or restarts containerd.
 seealso:
-  - module: runtime_check
+  - module: gpuop.gates.runtime_check
 """
 
 EXAMPLES = r"""

@@ -27,7 +27,10 @@ description:
     O(wait_timeout) and poll every 0.2 s.
 version_added: "0.1.0"
 author:
-  - gpuop
+  - gpuop contributors (!UNKNOWN)
+requirements:
+  - For O(config), Python 3.11 or later on the host where it runs (the config dump, TOML, is read with the
+    standard library's tomllib).
 options:
   address:
     description:
@@ -73,11 +76,12 @@ attributes:
     description: Observations only read; probes are skipped.
   diff_mode:
     support: none
+    description: Returns no diff; it changes nothing to show.
 notes:
   - Reports C(changed=false) always; a probe leaves nothing behind but the placeholder image in the
     daemon's own store.
 seealso:
-  - module: containerd_merge
+  - module: gpuop.gates.containerd_merge
 """
 
 EXAMPLES = r"""

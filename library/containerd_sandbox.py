@@ -30,7 +30,7 @@ description:
   - A pid is signalled only when C(/proc) still shows the recorded process (start time and argv).
 version_added: "0.1.0"
 author:
-  - gpuop
+  - gpuop contributors (!UNKNOWN)
 options:
   name:
     description: Sandbox name, also its folder under O(var_dir) (for example C(containerd-1)).
@@ -80,6 +80,7 @@ attributes:
     description: Reports whether it would start, restart or stop; does nothing.
   diff_mode:
     support: none
+    description: Returns no diff.
 notes:
   - Needs root (mount namespaces, overlay mounts).
 """
@@ -135,7 +136,7 @@ confined_writes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuop.gates.plugins.module_utils.containerd_sandbox import (argument_spec, confined_writes, paths, remove, restart,
-                                                           running, start, stop, stores, validate)
+                                                                                    running, start, stop, stores, validate)
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 

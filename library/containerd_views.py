@@ -19,7 +19,7 @@ description:
   - Returns the handlers loaded before the restart (the observation behind C(LOADED_RUNTIMES)).
 version_added: "0.1.0"
 author:
-  - gpuop
+  - gpuop contributors (!UNKNOWN)
 options:
   observations:
     description: The moments recorded by the role's observe tasks, in order.

@@ -37,7 +37,7 @@ description:
     C(OLD_IMAGE_PODS=) (pods of an older template), C(MAX_UNAVAILABLE=) (as in the spec),
     C(BLOCKER=) (the kind, or C(none)).
 version_added: "1.0.0"
-author: gpuop
+author: gpuop contributors (!UNKNOWN)
 options:
   namespace:
     description: Namespace of the DaemonSet.

@@ -20,7 +20,7 @@ description:
   - Bad input (a relative path, a mode that is not octal) fails before anything is made.
 version_added: "1.0.0"
 author:
-  - gpuop
+  - gpuop contributors (!UNKNOWN)
 options:
   directories:
     description: Folders to make, in this order, before any file is written.

@@ -39,7 +39,7 @@ description:
   - With O(output_dir), writes C(doctor.md) and C(doctor.json) there, atomically and only when the
     content differs. The content has no timestamp, so the same cluster state gives the same bytes.
 version_added: "1.0.0"
-author: gpuop
+author: gpuop contributors (!UNKNOWN)
 options:
   output_dir:
     description: Write C(doctor.md) and C(doctor.json) into this folder (created when missing). Nothing is written without it.
@@ -169,7 +169,8 @@ findings:
       gate: rollout
       code: rollout-stalled
       subject: daemonset/gpu-operator/nvidia-container-toolkit
-      text: "DaemonSet gpu-operator/nvidia-container-toolkit rollout stalled: insufficient-memory on lab-node-0: requests 64Gi > 32Gi allocatable (largest node 32Gi); desired 3, updated 1, ready 2, unavailable 1, maxUnavailable 1"
+      text: "DaemonSet gpu-operator/nvidia-container-toolkit rollout stalled: insufficient-memory on lab-node-0:
+        requests 64Gi > 32Gi allocatable (largest node 32Gi); desired 3, updated 1, ready 2, unavailable 1, maxUnavailable 1"
       command: "kubectl --kubeconfig /root/gpuop/kubeconfig -n gpu-operator get pod nvidia-container-toolkit-x2b9k -o 'jsonpath=...'"
 summary:
   description: Number of findings per severity, and C(total).
@@ -220,7 +221,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuop.gates.plugins.module_utils.doctor import (argument_spec, gate_failed, render_json, render_md, report_lines,
-                                               run)
+                                                                        run)
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster

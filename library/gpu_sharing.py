@@ -30,7 +30,7 @@ description:
   - With O(dest), writes C(slots.txt) (seven C(KEY=value) lines); O(advertised) is then required,
     since that line is an observation from the node.
 version_added: "1.0.0"
-author: gpuop
+author: gpuop contributors (!UNKNOWN)
 options:
   config:
     description:

@@ -25,7 +25,7 @@ description:
     node.k8s.io/v1 RuntimeClass; v1 Node may be read (O(read)), never applied. Another kind fails
     naming it, before anything is written.
 version_added: "1.0.0"
-author: gpuop
+author: gpuop contributors (!UNKNOWN)
 options:
   objects:
     description:

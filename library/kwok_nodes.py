@@ -39,9 +39,12 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
+    description: Reports the nodes it would create (C(created)) and correct (C(patched)); creates and
+      patches nothing and does not wait for the nodes to be Ready.
   diff_mode:
     support: none
-author: gpuop
+    description: Returns no diff.
+author: gpuop contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -25,7 +25,7 @@ description:
     changed (a kubelet retries), and waits (poll 0.2 s, O(wait_timeout)) for O(expect).
 version_added: "0.1.0"
 author:
-  - gpuop
+  - gpuop contributors (!UNKNOWN)
 options:
   kubeconfig:
     description: The lab cluster's kubeconfig.
@@ -89,6 +89,7 @@ attributes:
     description: Computes nodes, stages and pods to change; writes nothing, does not wait.
   diff_mode:
     support: none
+    description: Returns no diff.
 """
 
 EXAMPLES = r"""
@@ -140,7 +141,7 @@ import copy
 import hashlib
 import json
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpuop.gates.plugins.module_utils import kwok_gate
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import K8S_ARG_SPEC, Cluster
@@ -160,6 +161,8 @@ def main():
         forget=dict(type="bool", default=False),
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    if not kwok_gate.HAS_YAML:  # before any write: kwok's stages are read with PyYAML
+        module.fail_json(msg=missing_required_lib("PyYAML"))
     p = module.params
     result = dict(changed=False, blocked={}, handlers={}, stages_changed=[], created=[], pods={}, forgotten=[])
     error = None

@@ -25,7 +25,7 @@ description:
     O(allow_unmanaged_nodes=true); on a real cluster the device plugin, through the kubelet, owns
     that field.
 version_added: "1.0.0"
-author: gpuop
+author: gpuop contributors (!UNKNOWN)
 options:
   nodes:
     description:

@@ -26,7 +26,7 @@ description:
     (changed=false).
   - Read-only towards the cluster.
 version_added: "1.0.0"
-author: gpuop
+author: gpuop contributors (!UNKNOWN)
 options:
   name:
     description: Pod name.

@@ -22,7 +22,7 @@ description:
     with the script's one-line reason.
 version_added: "0.1.0"
 author:
-  - gpuop
+  - gpuop contributors (!UNKNOWN)
 options:
   dest:
     description: Where to install the script.
@@ -53,7 +53,7 @@ attributes:
     support: full
     description: Shows the script's before and after content when it changes.
 seealso:
-  - module: containerd_merge
+  - module: gpuop.gates.containerd_merge
 """
 
 EXAMPLES = r"""

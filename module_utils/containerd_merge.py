@@ -25,7 +25,12 @@ The two merge rules modelled here (see docs/incident-facts.md for the sources):
 import fnmatch
 import os
 import re
-import tomllib
+import sys
+
+try:
+    import tomllib
+except ImportError:  # tomllib is in the standard library from Python 3.11 on; older nodes get a clear failure
+    tomllib = None
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
@@ -74,12 +79,20 @@ def table_path(segments):
     return ".".join(out)
 
 
+def require_tomllib():
+    """Reading TOML needs the standard library's tomllib (Python 3.11+): one clear failure without it."""
+    if tomllib is None:
+        raise GpuopError("reading TOML needs Python 3.11 or later (the standard library's tomllib); "
+                         "this is Python %s" % sys.version.split()[0])
+
+
 def parse_toml(path, text):
     """Parse ``text`` (read from ``path``); malformed TOML -> GpuopError naming file, line, column.
 
     Nesting deeper than MAX_DEPTH (tables or arrays) is refused too: no containerd config nests
     that deep, and the readers below walk the document recursively.
     """
+    require_tomllib()
     try:
         data = tomllib.loads(text)
     except RecursionError:
@@ -88,8 +101,8 @@ def parse_toml(path, text):
         message = str(exc)
         match = _TOML_POS.search(message)
         if match:
-            return _raise("%s:%s:%s: malformed TOML: %s" % (path, match.group(1), match.group(2),
-                                                           message[:match.start()]))
+            return _raise("%s:%s:%s: malformed TOML: %s"
+                          % (path, match.group(1), match.group(2), message[:match.start()]))
         return _raise("%s: malformed TOML: %s" % (path, message))
     _check_depth(path, data)
     return data

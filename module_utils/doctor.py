@@ -104,7 +104,8 @@ def argument_spec():
         "configmap_selector": {"type": "str"},
         "physical_gpus": {"type": "int", "default": 0},
         "vram_per_gpu_gib": {"type": "float", "default": 0.0},
-        "sharing_default_key": {"type": "str"},
+        # A ConfigMap data key (the sharing config's name), not a secret: no_log=False says so.
+        "sharing_default_key": {"type": "str", "no_log": False},
         "containerd_configs": {"type": "list", "elements": "path", "default": []},
         "containerd_daemon_cwd": {"type": "path", "default": "/"},
     })
@@ -307,7 +308,7 @@ def runtime_handler_gate(nodes, pods, runtimeclasses, events, wanted, kubectl):
         if key not in latest or (stamp, _name(event)) > latest[key][0]:
             latest[key] = ((stamp, _name(event)), event, pod)
     for key in sorted(latest, key=lambda k: _ns_name(latest[k][2])):
-        _, event, pod = latest[key]
+        _stamp, event, pod = latest[key]
         message = event.get("message") or ""
         match = _NO_RUNTIME_RE.search(message)
         node = (pod.get("spec") or {}).get("nodeName") or "(no node)"
@@ -397,7 +398,7 @@ def advertisement_gate(nodes, pods, skip_uids, kubectl):
     checked = {}
     for resource in sorted(by_resource):
         rows = node_numbers(nodes, pods, resource)
-        free = max([alloc - req for _, alloc, req in rows.values()] or [0])
+        free = max([alloc - req for _cap, alloc, req in rows.values()] or [0])
         groups = _group_rows(rows, resource)
         for pod in sorted(by_resource[resource], key=_ns_name):
             request = rollout.pod_request(pod, resource)
@@ -618,7 +619,7 @@ def rollout_gate(daemonsets, pods, nodes, selected, now, kubectl):
             evidence,
             blocker=None if blocker is None else {k: v for k, v in sorted(blocker.items()) if k != "node_reasons"},
             numbers={k: analysis[k] for k in ("desired", "current", "updated", "ready", "available", "unavailable",
-                                               "old_image_pods", "max_unavailable")}))
+                                              "old_image_pods", "max_unavailable")}))
     for ref in sorted(wanted - seen):
         namespace, name = ref.split("/", 1)
         findings.append(finding("warning", "rollout", "daemonset-missing", "daemonset/%s" % ref,
@@ -741,7 +742,7 @@ def diagnose(snapshot, options, now=None):
         "summary": summary,
         "gates": {g: gates[g] for g in GATES},
         "server_version": version.get("gitVersion") if isinstance(version, dict) else None,
-        "counts": {name: len(snapshot.get(name) or []) for name, _, _ in LISTS if name != "version"},
+        "counts": {name: len(snapshot.get(name) or []) for name, _path, _required in LISTS if name != "version"},
     }
 
 

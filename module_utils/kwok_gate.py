@@ -33,7 +33,11 @@ import os
 import re
 import time
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    HAS_YAML = False
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import NotFound, is_kwok_managed, node_path, wait_for
@@ -241,6 +245,8 @@ def stages(defaults, blocked):
 
 def load_defaults(stage_dir):
     """kwok's default stages from its Go module (``.../kwok@vX/kustomize/stage``)."""
+    if not HAS_YAML:  # pragma: no cover
+        raise GpuopError("the python 'yaml' package is missing")
     out = []
     for name, rel in DEFAULT_STAGES:
         path = os.path.join(stage_dir, rel)

@@ -77,7 +77,7 @@ def ensure_nodes(cluster, names, capacity, labels=None, wait_timeout=60.0, check
     """
     validate(names, capacity)
     wait_for(lambda: cluster.get("/readyz"), lambda _: True, wait_timeout, "the API server at %s to answer /readyz" % cluster.host,
-             describe=lambda s: str(s))
+             describe=str)
     created, patched = [], []
     for name in names:
         try:

@@ -64,7 +64,7 @@ def validate_resource_name(name):
                          "for native resources; use your own domain, e.g. nvidia.com/gpu" % name)
     if name.startswith("requests."):
         raise GpuopError("resource %r is not an extended resource name: the requests. prefix is reserved for quota" % name)
-    prefix, _, local = ("requests." + name).partition("/")
+    prefix, _slash, local = ("requests." + name).partition("/")
     problems = []
     if "/" in local:
         problems.append("it has more than one '/'")

@@ -192,10 +192,11 @@ def wait_pod(cluster, namespace, name, condition=None, phase=None, timeout=60.0,
                                "changed": not (keep_existing and os.path.exists(dest))})
             return result
 
-    if wanted is not None:
-        predicate = lambda pod: condition_holds(pod, wanted)  # noqa: E731
-    else:
-        predicate = lambda pod: phase_holds(pod, phase)  # noqa: E731
+    def predicate(pod):
+        if wanted is not None:
+            return condition_holds(pod, wanted)
+        return phase_holds(pod, phase)
+
     pod, elapsed = wait_for(
         lambda: cluster.get_or_none(path),
         predicate,

@@ -38,6 +38,7 @@ Memory, per GPU of ``V`` GiB shared ``R`` ways:
   isolation).
 """
 
+import math
 import re
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
@@ -498,7 +499,8 @@ def _positive_number(name, value):
         raise GpuopError("%s must be a number, got %r" % (name, value))
     if number == float("inf"):
         raise GpuopError("%s must be a finite number, got %r" % (name, value))
-    if isinstance(value, bool) or not number > 0:
+    # NaN compares false with everything: it is refused here too, as "not > 0" did.
+    if isinstance(value, bool) or number <= 0 or math.isnan(number):
         raise GpuopError("%s must be greater than 0, got %r" % (name, value))
     return number
 

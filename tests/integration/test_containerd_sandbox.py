@@ -1,7 +1,7 @@
 """Real containerd daemons (Debian's 1.6 and 2.x built from Go modules), confined, asked through their sockets.
 
 Every observation comes from a running daemon (CRI Status, plugin status, RunPodSandbox) or from
-the binary's own ``config dump``; expected values come from docs/incident-facts.md and the case
+the binary's own ``config dump``; expected values come from docs/facts.md and the case
 table tests/fixtures/containerd/merge_cases.yml, never from the code under test. Every daemon is
 stopped by its pid in a finalizer, also when a test fails. The last test proves that no host path
 containerd writes by default was created or touched.

@@ -4,7 +4,7 @@ The cluster is this module's own (``playbooks/runtime-gate.yml --tags runtime_ga
 with ``--enable-crds=Stage``, kwok's default stages amended by gpuop, the lab nodes, RuntimeClass
 nvidia), deleted at the end by ``playbooks/reset.yml``. What each node publishes comes from a daemon
 asked through its socket; what the pods do is read back from the API with the official client.
-Expected values come from docs/incident-facts.md (a kubelet's behaviour), never from the code.
+Expected values come from docs/facts.md (a kubelet's behaviour), never from the code.
 """
 
 import json

@@ -2,7 +2,7 @@
 
 Inputs are what the real binaries printed (tests/fixtures/containerd_live, captured from Debian's
 containerd 1.6.20 and containerd 2.4.2 built from Go modules, crictl v1.37.0); expected values come
-from docs/incident-facts.md, never from the code under test.
+from docs/facts.md, never from the code under test.
 """
 
 import json

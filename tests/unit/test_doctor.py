@@ -4,7 +4,7 @@ Fixtures tests/fixtures/doctor/step{5,6,8}.json are what ``doctor.collect`` read
 cluster (v1.36.1) after ``site.yml --tags step5``, ``--tags step6`` and the whole ``site.yml``
 (managedFields and the API server's own certificate ConfigMaps dropped). Every other case is a
 table of small objects built here. Expected lines are written from the lab's facts
-(docs/incident-facts.md), never copied from the code's output.
+(docs/facts.md), never copied from the code's output.
 """
 
 import copy
