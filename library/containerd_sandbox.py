@@ -3,7 +3,7 @@
 # Copyright: (c) 2026, gpuop contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Ansible module containerd_sandbox: thin shell over module_utils/containerd_sandbox.py."""
+"""Ansible module containerd_sandbox: thin shell over module_utils/gpuop/containerd_sandbox.py."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ confined_writes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuop.gates.plugins.module_utils.containerd_sandbox import (argument_spec, confined_writes, paths, remove, restart,
-                                                                                    running, start, stop, stores, validate)
+                                                                                     running, start, stop, stores, validate)
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 

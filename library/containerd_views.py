@@ -3,7 +3,7 @@
 # Copyright: (c) 2026, gpuop contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Ansible module containerd_views: thin shell over module_utils/containerd_sandbox_views.py."""
+"""Ansible module containerd_views: thin shell over module_utils/gpuop/containerd_sandbox_views.py."""
 
 from __future__ import annotations
 

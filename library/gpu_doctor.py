@@ -221,7 +221,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuop.gates.plugins.module_utils.doctor import (argument_spec, gate_failed, render_json, render_md, report_lines,
-                                                                        run)
+                                                                         run)
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster

@@ -72,7 +72,7 @@ attributes:
 notes:
   - Pure computation; no cluster access. Source of the rules read for this module
     (k8s-device-plugin C(api/config/v1), C(internal/lm/resource.go),
-    C(cmd/mps-control-daemon/mps/daemon.go)) is named in C(module_utils/sharing.py).
+    C(cmd/mps-control-daemon/mps/daemon.go)) is named in C(module_utils/gpuop/sharing.py).
 """
 
 EXAMPLES = r"""

@@ -3,7 +3,7 @@
 # Copyright: (c) 2026, gpuop contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Ansible module kwok_runtime_gate: thin shell over module_utils/kwok_gate.py."""
+"""Ansible module kwok_runtime_gate: thin shell over module_utils/gpuop/kwok_gate.py."""
 
 from __future__ import annotations
 

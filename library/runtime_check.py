@@ -3,7 +3,7 @@
 # Copyright: (c) 2026, gpuop contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Ansible module runtime_check: thin shell over module_utils/runtime_check.py."""
+"""Ansible module runtime_check: thin shell over module_utils/gpuop/runtime_check.py."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What the artifact holds (paths in the checkout -> paths in the collection).
-RENAMED = {"library/": "plugins/modules/", "module_utils/": "plugins/module_utils/"}
+RENAMED = {"library/": "plugins/modules/", "module_utils/gpuop/": "plugins/module_utils/"}
 INCLUDED = ("galaxy.yml", "LICENSE", "CHANGELOG.md", "requirements.txt", "meta/", "plugins/", "roles/",
             "docs/", "tools/controlplane/", "tools/containerd/")
 

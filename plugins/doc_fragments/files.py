@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuop contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""The O(files) option of the gpuop modules that write files (module_utils/file_set.py FILES_SPEC)."""
+"""The O(files) option of the gpuop modules that write files (module_utils/gpuop/file_set.py FILES_SPEC)."""
 
 
 class ModuleDocFragment(object):

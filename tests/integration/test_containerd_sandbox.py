@@ -30,7 +30,6 @@ from test_containerd_real import CASES, TABLE, cwd_of, materialize  # noqa: E402
 
 NO_RUNC = 'no corresponding runtime configured in containerd.runtimes for containerd default_runtime_name = "runc"'
 HOST_PATHS = ("/opt/containerd", "/etc/cni", "/run/nri", "/etc/containerd", "/run/containerd", "/var/lib/containerd")
-ROLE_LIBRARY = os.path.join(ROOT, "roles", "containerd_sandbox", "library")
 
 _PLAYBOOK = """
 - hosts: localhost
@@ -243,7 +242,7 @@ def test_merge_prediction_agrees_with_the_daemon(case, major, tools, sandbox, tm
 def test_modules_through_ansible(tools, tmp_path):
     """The containerd_sandbox module (role library) and containerd_runtimes, as tasks run them."""
     short = tempfile.mkdtemp(prefix="gpuop-mod-", dir="/tmp")
-    env = {"ANSIBLE_LIBRARY": "%s:%s" % (os.path.join(ROOT, "library"), ROLE_LIBRARY)}
+    env = {}
     daemon = tools["by_major"][2]
     args = dict(name="containerd-2", var_dir=os.path.join(short, "var"), containerd=daemon["containerd"],
                 ctr=daemon["ctr"])

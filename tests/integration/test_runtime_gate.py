@@ -20,11 +20,11 @@ from ansible_collections.gpuop.gates.plugins.module_utils import containerd_sand
 from gpuop_testlib import ROOT, ansible_env, run_module, wait_until
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_containerd_sandbox import ROLE_LIBRARY, _seed, host_before, look, sandbox, tools  # noqa: E402,F401
+from test_containerd_sandbox import _seed, host_before, look, sandbox, tools  # noqa: E402,F401
 
 NS = "runtime-gate"
 CLUSTER = "gpuop-gate-pytest"
-ENV = {"ANSIBLE_LIBRARY": "%s:%s" % (os.path.join(ROOT, "library"), ROLE_LIBRARY)}
+ENV = {}
 
 
 def _playbook(name, root, *extra):

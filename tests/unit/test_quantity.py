@@ -40,14 +40,13 @@ def test_same_requests(current, wanted, same):
 
 
 def test_the_role_filter_is_the_same_function_on_the_controller(tmp_path):
-    """The toolkit_rollout role's filter, run by ansible-playbook, answers from this module's parser."""
+    """The filter gpuop.gates.same_requests (toolkit_rollout uses it), run by ansible-playbook, answers from this parser."""
     playbook = tmp_path / "filter.yml"
     playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"ansible.builtin.debug": {"msg": "{{ {'cpu': '500m', 'memory': '1Gi'} | gpuop.gates.same_requests("
                                           "{'cpu': '0.5', 'memory': '1024Mi'}) }} "
                                           "{{ {'cpu': '500m'} | gpuop.gates.same_requests({'cpu': '1'}) }}"}}]}]))
-    env = ansible_env({"ANSIBLE_FILTER_PLUGINS": os.path.join(ROOT, "roles", "toolkit_rollout", "filter_plugins"),
-                       "ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.json",
+    env = ansible_env({"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.json",
                        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
     proc = subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), str(playbook)], cwd=ROOT,
                           env=env, capture_output=True, text=True)
