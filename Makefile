@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # predictions); strace (tests/integration/test_guards.py proves site.yml writes nothing outside its root).
 APT_PACKAGES := containerd strace
 
-.PHONY: run test test-faults setup apt venv collection-link collection toolchain lint reset clean-test help
+.PHONY: run test test-faults setup apt venv collection-link collection sanity toolchain lint reset clean-test help
 
 help:
 	@echo "make run    - install what is missing, then ansible-playbook site.yml (the whole incident)"
@@ -37,6 +37,10 @@ collection-link:
 # The installable artifact, built from the tracked files (tools/build-collection.py).
 collection: setup
 	python tools/build-collection.py
+
+# ansible-test sanity on the built collection, installed in a temporary tree (make test runs it too).
+sanity: setup
+	bash tools/sanity.sh
 
 apt:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

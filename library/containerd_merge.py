@@ -77,11 +77,11 @@ seealso:
 
 EXAMPLES = r"""
 - name: Predict what containerd loads from the lab's files
-  containerd_merge:
+  gpuop.gates.containerd_merge:
     config: /srv/lab/etc/containerd/config.toml
 
 - name: Write merge.txt and the report, with the handlers seen on the node
-  containerd_merge:
+  gpuop.gates.containerd_merge:
     config: /srv/lab/etc/containerd/config.toml
     dest: /srv/lab/out/merge.txt
     report_dest: /srv/lab/out/merge-report.md

@@ -86,7 +86,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: What the lab's sandbox daemon loaded, and what a restart would load
-  containerd_runtimes:
+  gpuop.gates.containerd_runtimes:
     address: /srv/lab/var/containerd-1/containerd.sock
     config: /srv/lab/etc/containerd/config.toml
     crictl: /root/.cache/gpuop/0123456789abcdef/bin/crictl
@@ -98,7 +98,7 @@ EXAMPLES = r"""
     fail_msg: "{{ views.msg }}"
 
 - name: Containerd's own refusal of a pod with the nvidia handler
-  containerd_runtimes:
+  gpuop.gates.containerd_runtimes:
     address: /srv/lab/var/containerd-2/containerd.sock
     ctr: /root/.cache/gpuop/0123456789abcdef/bin/ctr
     crictl: /root/.cache/gpuop/0123456789abcdef/bin/crictl

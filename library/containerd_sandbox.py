@@ -87,19 +87,19 @@ notes:
 
 EXAMPLES = r"""
 - name: Start Debian's containerd 1.6 on the lab's main file
-  containerd_sandbox:
+  gpuop.gates.containerd_sandbox:
     name: containerd-1
     var_dir: /srv/lab/var
     config: /srv/lab/etc/containerd/config.toml
 
 - name: Stop it
-  containerd_sandbox:
+  gpuop.gates.containerd_sandbox:
     name: containerd-1
     var_dir: /srv/lab/var
     state: stopped
 
 - name: Stop it and forget its images and sandboxes (the next start is a fresh node's)
-  containerd_sandbox:
+  gpuop.gates.containerd_sandbox:
     name: containerd-1
     var_dir: /srv/lab/var
     state: absent

@@ -66,7 +66,7 @@ attributes:
 EXAMPLES = r"""
 # The role's observe tasks fill containerd_sandbox_observations; an empty walk writes an empty report.
 - name: Write the views
-  containerd_views:
+  gpuop.gates.containerd_views:
     observations: []
     config: /srv/lab/etc/containerd/config.toml
     cwd: /

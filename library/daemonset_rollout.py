@@ -75,7 +75,7 @@ requirements:
 
 EXAMPLES = r"""
 - name: Wait for the toolkit rollout to stop and write why
-  daemonset_rollout:
+  gpuop.gates.daemonset_rollout:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     namespace: gpu-operator
     name: nvidia-container-toolkit
@@ -85,7 +85,7 @@ EXAMPLES = r"""
   register: __gpuop_rollout
 
 - name: Read the state once
-  daemonset_rollout:
+  gpuop.gates.daemonset_rollout:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     namespace: gpu-operator
     name: nvidia-container-toolkit

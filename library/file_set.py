@@ -52,7 +52,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Make the lab's folders and write its main config and drop-in
-  file_set:
+  gpuop.gates.file_set:
     directories:
       - path: /srv/lab/etc/containerd/conf.d
       - path: /srv/lab/var

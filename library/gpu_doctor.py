@@ -105,7 +105,7 @@ requirements:
 
 EXAMPLES = r"""
 - name: Diagnose the lab cluster and write the reports
-  gpu_doctor:
+  gpuop.gates.gpu_doctor:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     output_dir: "{{ gpuop_root }}/out"
     physical_gpus: 4
@@ -114,7 +114,7 @@ EXAMPLES = r"""
   register: __gpuop_doctor
 
 - name: Gate a CI job on any other cluster; fail on a critical finding
-  gpu_doctor:
+  gpuop.gates.gpu_doctor:
     kubeconfig: /etc/ci/kubeconfig
     context: prod-gpu
     fail_on: critical

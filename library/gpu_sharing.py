@@ -77,7 +77,7 @@ notes:
 
 EXAMPLES = r"""
 - name: Time-slicing arithmetic for 4 x A100 40GB, written to slots.txt
-  gpu_sharing:
+  gpuop.gates.gpu_sharing:
     config: "{{ __gpuop_cm.resources[0].data.any }}"
     physical_gpus: 4
     vram_per_gpu_gib: 40
@@ -87,7 +87,7 @@ EXAMPLES = r"""
   register: __gpuop_slots
 
 - name: What MPS with 4 replicas would give
-  gpu_sharing:
+  gpuop.gates.gpu_sharing:
     config: |
       version: v1
       sharing:

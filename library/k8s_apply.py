@@ -70,7 +70,7 @@ requirements:
 
 EXAMPLES = r"""
 - name: Write the pod's manifest and apply the namespace, then the pod
-  k8s_apply:
+  gpuop.gates.k8s_apply:
     kubeconfig: "{{ gpuop_kubeconfig }}"
     files:
       - path: /tmp/lab/k8s/pod.yaml
@@ -84,7 +84,7 @@ EXAMPLES = r"""
           containers: [{name: cuda, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}]
 
 - name: Read a DaemonSet as it is, then make sure its namespace exists
-  k8s_apply:
+  gpuop.gates.k8s_apply:
     kubeconfig: "{{ gpuop_kubeconfig }}"
     read:
       - {apiVersion: apps/v1, kind: DaemonSet, metadata: {name: nvidia-container-toolkit, namespace: gpu-operator}}

@@ -49,7 +49,7 @@ author: gpuop contributors (!UNKNOWN)
 
 EXAMPLES = r"""
 - name: Three lab nodes of 8 CPUs and 32Gi
-  kwok_nodes:
+  gpuop.gates.kwok_nodes:
     kubeconfig: "{{ gpuop_kubeconfig }}"
     names: [lab-node-0, lab-node-1, lab-node-2]
     capacity: {cpu: "8", memory: 32Gi, pods: "110"}

@@ -94,7 +94,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Gate on what the containerd 2.x sandbox loaded
-  kwok_runtime_gate:
+  gpuop.gates.kwok_runtime_gate:
     kubeconfig: /srv/lab/kubeconfig
     stage_dir: /root/go/pkg/mod/sigs.k8s.io/kwok@v0.8.0/kustomize/stage
     nodes:

@@ -76,7 +76,7 @@ notes:
 
 EXAMPLES = r"""
 - name: Advertise 4 GPUs on lab-node-0, as the NVIDIA device plugin would
-  node_extended_resource:
+  gpuop.gates.node_extended_resource:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     nodes: lab-node-0
     resource: nvidia.com/gpu
@@ -84,13 +84,13 @@ EXAMPLES = r"""
   register: __gpuop_advertise
 
 - name: Advertise 20 time-sliced slots on two nodes in one call
-  node_extended_resource:
+  gpuop.gates.node_extended_resource:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     nodes: [lab-node-1, lab-node-2]
     quantity: "20"
 
 - name: Remove the advertisement from both maps
-  node_extended_resource:
+  gpuop.gates.node_extended_resource:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     nodes: lab-node-0
     state: absent

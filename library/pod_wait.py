@@ -88,7 +88,7 @@ requirements:
 
 EXAMPLES = r"""
 - name: Wait until the scheduler gives up on the GPU pod, and record why
-  pod_wait:
+  gpuop.gates.pod_wait:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     namespace: gpu-lab
     name: cuda-probe
@@ -101,7 +101,7 @@ EXAMPLES = r"""
     keep_existing: true
 
 - name: Wait until it runs
-  pod_wait:
+  gpuop.gates.pod_wait:
     kubeconfig: "{{ gpuop_root }}/kubeconfig"
     namespace: gpu-lab
     name: cuda-probe

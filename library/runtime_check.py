@@ -58,17 +58,17 @@ seealso:
 
 EXAMPLES = r"""
 - name: Install bin/check-runtime.sh for the nvidia handler
-  runtime_check:
+  gpuop.gates.runtime_check:
     dest: /srv/lab/bin/check-runtime.sh
 
 - name: Assert that nvidia is loaded on this node
-  runtime_check:
+  gpuop.gates.runtime_check:
     dest: /usr/local/bin/check-runtime.sh
     handler: nvidia
     expect_loaded: true
 
 - name: Ask a fake containerd first on PATH
-  runtime_check:
+  gpuop.gates.runtime_check:
     dest: /srv/lab/bin/check-runtime.sh
     run: true
     path: /srv/lab/fake-bin

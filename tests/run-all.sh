@@ -19,11 +19,15 @@ start=$SECONDS
 echo "== ansible-lint --profile production (offline)"
 ansible-lint --profile production
 
+echo "== ansible-test sanity of the built collection (tools/sanity.sh)"
+bash tools/sanity.sh
+
 echo "== toolchain and test cluster ($GPUOP_TEST_CLUSTER under $GPUOP_TEST_ROOT)"
 ansible-playbook playbooks/cluster.yml "${vars[@]}"
 
 echo "== pytest"
 # The fault suite (tests/faults, ~35 min) runs with `make test-faults`, and in CI after this (.ci/run): docs/reliability.md.
+# tests/collection builds the artifact and uses it installed elsewhere, on a kwok cluster of its own.
 pytest -q tests --ignore=tests/faults
 
 echo "== molecule test --all"

@@ -5,7 +5,7 @@
 
 Pure logic (no AnsibleModule). Bad input raises :class:`GpuopError` with one user-facing message.
 
-The two merge rules modelled here (see docs/incident-facts.md for the sources):
+The two merge rules modelled here (see docs/facts.md for the sources):
 
 * containerd 1.x (1.6, 1.7): the main file loads first, then every import breadth-first (a glob
   expands in sorted order). A whole ``plugins."<id>"`` section is *replaced* by the last file that

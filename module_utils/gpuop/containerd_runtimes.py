@@ -5,7 +5,7 @@
 
 Pure logic over real binaries (no AnsibleModule); failures raise :class:`GpuopError`.
 
-Two views, never mixed (docs/incident-facts.md):
+Two views, never mixed (docs/facts.md):
 
 * **loaded**: what a running daemon has loaded, asked of the daemon itself through its socket.
   ``ctr --address SOCK plugins ls`` says whether the CRI plugin loaded (containerd 1.x: plugin

@@ -38,7 +38,7 @@ from ansible_collections.gpuop.gates.plugins.module_utils.files import atomic_wr
 
 POLL_INTERVAL = 0.2
 DEFAULT_CONFINE = ("/etc", "/opt", "/run")
-# Host paths containerd creates although root, state and address are private (docs/incident-facts.md).
+# Host paths containerd creates although root, state and address are private (docs/facts.md).
 HOST_PATHS = ("/opt/containerd", "/etc/cni", "/run/nri", "/etc/containerd", "/run/containerd", "/var/lib/containerd")
 UNIX_PATH_MAX = 107
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@+-]*$")

@@ -5,7 +5,7 @@
 
 Pure logic plus a few API calls through :class:`gpuop.k8s.Cluster` (a real cluster, never mocked).
 
-What a kubelet does, and what gpuop makes kwok do instead (docs/incident-facts.md):
+What a kubelet does, and what gpuop makes kwok do instead (docs/facts.md):
 
 * A kubelet >= 1.30 copies CRI Status ``runtime_handlers`` into ``node.status.runtimeHandlers``.
   gpuop publishes the handlers a real containerd sandbox daemon reported (status subresource, kwok

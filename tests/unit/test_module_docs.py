@@ -254,7 +254,9 @@ def test_examples_parse_and_use_only_documented_options(docs, specs, name):
     problems = []
     for number, task in enumerate(tasks, 1):
         assert isinstance(task, dict), "%s: EXAMPLES item %d is not a task" % (name, number)
-        for key in (name, "gpuop." + name):
+        # Examples are copied into playbooks that use the installed collection: by FQCN only.
+        assert name not in task, "%s: EXAMPLES task %d calls the module by its short name" % (name, number)
+        for key in ("gpuop.gates." + name,):
             if key in task:
                 calls += 1
                 args = task[key] or {}
