@@ -40,7 +40,7 @@ def variants(n, kubeconfig):
     }
     if kubeconfig:
         read = {"kubeconfig": kubeconfig, "read": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]}
-        out["cluster"] = playbook([{"name": "t%d" % i, "k8s_apply": read} for i in range(n)])
+        out["cluster"] = playbook([{"name": "t%d" % i, "gpuop.gates.k8s_apply": read} for i in range(n)])
     return out
 
 

@@ -151,7 +151,7 @@ def adhoc(module, args, kubeconfig_env=None):
     e = env({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
              "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.junit", "JUNIT_OUTPUT_DIR": "/tmp/gpuop-bench/junit-adhoc"})
     t0 = time.monotonic()
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible"), "localhost", "-m", module, "-a", json.dumps(args)],
+    proc = subprocess.run([os.path.join(VENV_BIN, "ansible"), "localhost", "-m", "gpuop.gates." + module, "-a", json.dumps(args)],
                           cwd=PROJECT, env=e, capture_output=True, text=True)
     wall = round(time.monotonic() - t0, 3)
     try:

@@ -36,7 +36,7 @@ _PLAYBOOK = """
   gather_facts: false
   tasks:
     - ansible.builtin.import_role:
-        name: containerd_sandbox
+        name: gpuop.gates.containerd_sandbox
     - ansible.builtin.copy:
         content: "{{ {'enabled': containerd_sandbox_enabled, 'why': containerd_sandbox_disabled_reason,
                       'bin_dir': containerd_sandbox_bin_dir | default(''),

@@ -101,7 +101,7 @@ def test_kwok_nodes_never_takes_over_a_real_node(lab_kubeconfig, foreign_node):
 def _role_play(tmp_path, role, variables):
     playbook = tmp_path / ("%s.yml" % role)
     playbook.write_text(yaml.safe_dump([{"name": "guard", "hosts": "localhost", "gather_facts": False,
-                                         "roles": [{"role": role, "vars": variables}]}]))
+                                         "roles": [{"role": "gpuop.gates." + role, "vars": variables}]}]))
     return subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), str(playbook)], cwd=ROOT,
                           env=ansible_env(), capture_output=True, text=True, check=False)
 
