@@ -33,6 +33,7 @@ except ImportError:  # tomllib is in the standard library from Python 3.11 on; o
     tomllib = None
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.names import RUNTIME_NAME_RE
 
 CRI_ID_V2 = "io.containerd.grpc.v1.cri"
 CRI_ID_V3 = "io.containerd.cri.v1.runtime"
@@ -48,7 +49,7 @@ BUILTIN = "built-in default"
 MERGE_KEYS = ("MAIN_RUNTIMES", "DROPIN_RUNTIMES", "CONFLICT", "CONFLICT_TABLE", "LOADED_RUNTIMES")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_NAME = RUNTIME_NAME_RE
 # Deepest nesting of tables and arrays read; containerd's own configs stay under 10.
 MAX_DEPTH = 64
 

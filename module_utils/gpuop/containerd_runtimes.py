@@ -34,6 +34,7 @@ except ImportError:  # tomllib is in the standard library from Python 3.11 on; o
     tomllib = None
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.names import RUNTIME_NAME_RE
 
 POLL_INTERVAL = 0.2
 VIEW_LOADED = "loaded"
@@ -282,7 +283,7 @@ def loaded(address, ctr, crictl, wait_timeout=30.0, clock=time.monotonic, sleep=
 PROBE_POD = {"metadata": {"name": "gpuop-handler-probe", "namespace": "gpuop-probe", "uid": "gpuop-handler-probe",
                           "attempt": 0},
              "log_directory": "/nonexistent/gpuop-probe", "linux": {}}
-_HANDLER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_HANDLER = RUNTIME_NAME_RE
 _RPC = re.compile(r"(rpc error: code = \w+ desc = .*)$")
 _IMAGE_MISSING = "failed to get sandbox image"
 

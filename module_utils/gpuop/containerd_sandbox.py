@@ -34,6 +34,7 @@ import subprocess
 import time
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.names import RUNTIME_NAME_RE
 from ansible_collections.gpuop.gates.plugins.module_utils.files import atomic_write
 
 POLL_INTERVAL = 0.2
@@ -42,7 +43,7 @@ DEFAULT_CONFINE = ("/etc", "/opt", "/run")
 HOST_PATHS = ("/opt/containerd", "/etc/cni", "/run/nri", "/etc/containerd", "/run/containerd", "/var/lib/containerd")
 UNIX_PATH_MAX = 107
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@+-]*$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME = RUNTIME_NAME_RE
 
 # $1 tmpfs mount point for the overlays' upper layers, $2 working directory, $3.. "--" then the
 # folders to confine, "--" then the daemon's argv. Runs in the new mount namespace (unshare), then

@@ -13,3 +13,6 @@ DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN = DNS1123_LABEL + "(\\." + DNS1123_LABEL + ")*"
 DNS1123_LABEL_RE = re.compile("^" + DNS1123_LABEL + "\\Z")
 DNS1123_SUBDOMAIN_RE = re.compile("^" + DNS1123_SUBDOMAIN + "\\Z")
+# A containerd runtime (a CRI handler) name: letters, digits, '.', '_', '-', starting with a letter or
+# digit. It names a TOML table, a RuntimeClass's handler and a line of merge.txt (no comma, no space).
+RUNTIME_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")

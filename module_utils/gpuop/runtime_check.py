@@ -22,13 +22,14 @@ import re
 import subprocess
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.names import RUNTIME_NAME_RE
 
 EXIT_FOUND = 0
 EXIT_ABSENT = 1
 EXIT_NO_CONTAINERD = 2
 EXIT_DUMP_FAILED = 3
 CRI_PLUGIN_IDS = ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime")
-_HANDLER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_HANDLER = RUNTIME_NAME_RE
 
 _TEMPLATE = r"""#!/usr/bin/env bash
 # check-runtime.sh: is the containerd runtime handler "@HANDLER@" in the loaded configuration?

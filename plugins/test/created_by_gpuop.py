@@ -37,31 +37,7 @@ _value:
   type: bool
 """
 
-import os
-
-try:
-    import yaml
-except ImportError:  # pragma: no cover - ansible-core itself needs PyYAML
-    yaml = None
-
-CONTEXT_PREFIX = "kwok-"
-MARKER_PREFIX = ".gpuop-cluster-"
-
-
-def created_by_gpuop(kubeconfig):
-    path = os.path.expanduser(str(kubeconfig))
-    try:
-        with open(path) as handle:
-            config = yaml.safe_load(handle)
-    except (OSError, ValueError, yaml.YAMLError):
-        return False
-    context = config.get("current-context") if isinstance(config, dict) else None
-    if not isinstance(context, str) or not context.startswith(CONTEXT_PREFIX) or len(context) == len(CONTEXT_PREFIX):
-        return False
-    name = context[len(CONTEXT_PREFIX):]
-    if "/" in name:
-        return False
-    return os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), MARKER_PREFIX + name))
+from ansible_collections.gpuop.gates.plugins.module_utils.inputs import created_by_gpuop
 
 
 class TestModule(object):

@@ -69,8 +69,8 @@ def test_wrong_variable_type_fails_before_the_first_task(fault_base, role, extra
 
 @pytest.mark.parametrize("extra,pattern", [
     ({"gpuop_root": "relative/root"}, r'gpuop_root="relative/root" must be an absolute path'),
-    ({"gpuop_cluster_name": "Not_A_Label"}, r'gpuop_cluster_name="Not_A_Label" a DNS label'),
-    ({"gpuop_kubeconfig": "/nonexistent/kubeconfig"}, r'gpuop_kubeconfig="/nonexistent/kubeconfig" an existing file'),
+    ({"gpuop_cluster_name": "Not_A_Label"}, r'gpuop_cluster_name="Not_A_Label" is not a DNS label'),
+    ({"gpuop_kubeconfig": "/nonexistent/kubeconfig"}, r'gpuop_kubeconfig="/nonexistent/kubeconfig" must be an existing file'),
 ], ids=["relative-root", "cluster-name", "missing-kubeconfig"])
 def test_bad_lab_variables_fail_before_the_first_task(fault_base, extra, pattern):
     cluster_extra = dict(extra)
