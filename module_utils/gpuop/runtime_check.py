@@ -18,7 +18,6 @@ single-line and multi-line strings and arrays. It answers yes only for a table p
 """
 
 import os
-import re
 import subprocess
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
