@@ -297,7 +297,11 @@ def test_ansible_doc_renders_every_module_filter_and_role_by_fqcn(installed):
                             cwd=str(folder), env=env).stdout)
     modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "library", "*.py")))
     assert sorted(names) == ["gpuop.gates." + m for m in modules]
-    for kind, plugin in [("module", "gpuop.gates." + m) for m in modules] + [("filter", "gpuop.gates.same_requests")]:
+    filters = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "filter", "*.py")))
+    tests = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "test", "*.py")))
+    assert {"input_errors", "same_requests", "sharing", "toml_key"} <= set(filters) and tests == ["created_by_gpuop"]
+    for kind, plugin in ([("module", "gpuop.gates." + m) for m in modules] + [("filter", "gpuop.gates." + f) for f in filters]
+                         + [("test", "gpuop.gates." + t) for t in tests]):
         proc = _run([os.path.join(VENV_BIN, "ansible-doc"), "--playbook-dir", ".", "-t", kind, plugin, "--json"], cwd=str(folder), env=env)
         assert plugin in json.loads(proc.stdout), proc.stdout[:500]
         assert "WARNING" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr

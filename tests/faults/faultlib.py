@@ -29,8 +29,9 @@ STATUS_RE = re.compile(r"^(ok|changed|skipping|fatal|failed|included)\b")
 RECAP_RE = re.compile(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
 TEMP_RE = re.compile(r"(^\..*\.tmp$)|(^\.ansible_tmp)")
 # Waits of the project: the module that waits, and what to look for in its process's command line.
+# kwok_cluster runs `kwokctl create cluster --wait` (the needle: its command line) before its nodes' wait.
 WAIT_MODULES = {"pod_wait": "AnsiballZ_pod_wait.py", "daemonset_rollout": "AnsiballZ_daemonset_rollout.py",
-                "kwok_nodes": "AnsiballZ_kwok_nodes.py"}
+                "kwok_nodes": "AnsiballZ_kwok_nodes.py", "kwok_cluster": "kwokctl create"}
 # Cluster creation is not safe to run twice at the same moment (kwokctl picks free ports by probing).
 CLUSTER_LOCK = threading.Lock()
 
@@ -408,8 +409,4 @@ def wait_tasks():
         for name in sorted(os.listdir(tasks_dir)):
             with open(os.path.join(tasks_dir, name)) as handle:
                 walk(role, yaml.safe_load(handle))
-    # kwokctl create gets --wait through a variable: look at the command the role builds.
-    with open(os.path.join(roles_dir, "kwok_cluster", "vars", "main.yml")) as handle:
-        if "'--wait'" in handle.read():
-            found.append(("kwok_cluster", "Create the cluster (binary runtime, local binaries)", "kwokctl create"))
     return found

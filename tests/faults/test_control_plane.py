@@ -35,6 +35,10 @@ from kubernetes import client, config
 
 import faultlib
 
+# With -v and the JSON result format, a module's result is one line: the kwok_cluster module's action and
+# steps (the kwokctl commands it ran) are read from it.
+VERBOSE_JSON = {"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
+
 REQUEST_TIMEOUT = 10.0
 SLACK = 2.0
 TIMEOUT = 15
@@ -146,7 +150,7 @@ def _fault(fault_base, reference, name, extra, inject, task, pattern, timeout_va
 
 def test_kwok_controller_stopped_while_the_rollout_waits(fault_base, reference):
     def inject(one, cluster):
-        assert one.wait_banner("toolkit_rollout : Assert the update changes something"), one.tail(60)
+        assert one.wait_banner("toolkit_rollout : Check the update, its requests, the tolerations and the cluster"), one.tail(60)
         faultlib.stop_component(cluster, "kwok-controller")
         return time.monotonic()
 
@@ -162,7 +166,7 @@ def test_kwok_controller_stopped_while_the_rollout_waits(fault_base, reference):
 
 def test_apiserver_stopped_while_the_pod_wait_waits(fault_base, reference):
     def inject(one, cluster):
-        assert one.wait_banner("node_advertisement : Assert the nodes and the quantity"), one.tail(60)
+        assert one.wait_banner("node_advertisement : Check the nodes, the resource, the pod to wait for and the cluster"), one.tail(60)
         faultlib.stop_component(cluster, "kwok-controller")  # the pod can no longer run: the wait waits
         _wait_module_connected(one, "node_advertisement : Wait until the pod runs", "AnsiballZ_pod_wait.py", cluster)
         faultlib.stop_component(cluster, "kube-apiserver")
@@ -180,7 +184,7 @@ def test_apiserver_stopped_while_the_pod_wait_waits(fault_base, reference):
 
 def test_etcd_stopped_while_the_rollout_waits(fault_base, reference):
     def inject(one, cluster):
-        assert one.wait_banner("toolkit_rollout : Assert the update changes something"), one.tail(60)
+        assert one.wait_banner("toolkit_rollout : Check the update, its requests, the tolerations and the cluster"), one.tail(60)
         faultlib.stop_component(cluster, "kwok-controller")
         _wait_module_connected(one, "toolkit_rollout : Wait until every pod of the first version is Ready",
                                "AnsiballZ_daemonset_rollout.py", cluster)
@@ -231,12 +235,13 @@ def test_half_running_cluster_is_stopped_and_started_again(reference):
     for component in ("kube-apiserver", "kwok-controller"):
         faultlib.stop_component(cluster, component)
     started = time.monotonic()
-    one = faultlib.run("playbooks/cluster.yml", faultlib.site_vars(root, cluster))
+    one = faultlib.run("playbooks/cluster.yml", faultlib.site_vars(root, cluster) + ["-v"], VERBOSE_JSON)
     took = time.monotonic() - started
     assert one.proc.returncode == 0, one.tail(60)
-    assert [b[1] for b in one.banners if b[0] == "kwok_cluster : Start the stopped cluster"] == ["changed"], one.tail(60)
-    assert "kwok_cluster : Delete gpuop's own cluster left broken (half-created or damaged)" not in \
-        [b[0] for b in one.banners if b[1] not in (None, "skipping")]
+    # -v shows the kwok_cluster module's result: what it did to the cluster, in order.
+    assert '"action": "started"' in one.stdout, one.tail(60)
+    assert '"steps": ["stop cluster", "start cluster"]' in one.stdout, one.tail(60)
+    assert "delete cluster" not in one.stdout, one.tail(60)
     assert took < 60, "cluster.yml took %.1fs to repair the cluster" % took
     api = config.new_client_from_config(config_file=os.path.join(root, "kubeconfig"))
     nodes = client.CoreV1Api(api).list_node().items
@@ -279,14 +284,13 @@ def test_new_cluster_whose_etcd_cannot_bind_is_created_again(fault_base):
     try:
         watcher.start()
         one = faultlib.run("playbooks/cluster.yml", faultlib.site_vars(root, cluster, {
-            "kwok_cluster_create_args": ["--etcd-port", str(port)], "kwok_cluster_wait_timeout": 20}))
+            "kwok_cluster_create_args": ["--etcd-port", str(port)], "kwok_cluster_wait_timeout": 20}) + ["-v"], VERBOSE_JSON)
         watcher.join(5)
         assert "at" in released and released["at"] < one.started + one.elapsed, "etcd never failed on the held port"
         assert one.proc.returncode == 0, one.tail(60)
-        done = {b[0]: b[1] for b in one.banners}
-        assert done.get("kwok_cluster : Delete the new cluster that does not answer") == "changed", one.tail(60)
-        assert done.get("kwok_cluster : Create the cluster again (new ports)") == "changed", one.tail(60)
-        assert done.get("kwok_cluster : Fail naming what the components said, twice") == "skipping", one.tail(60)
+        # -v shows the kwok_cluster module's result: created, found silent, deleted, created again (new ports).
+        assert '"action": "recreated"' in one.stdout, one.tail(60)
+        assert '"steps": ["create cluster", "delete cluster", "create cluster"]' in one.stdout, one.tail(60)
         api = config.new_client_from_config(config_file=os.path.join(root, "kubeconfig"))
         nodes = client.CoreV1Api(api).list_node().items
         assert sorted(n.metadata.name for n in nodes) == ["lab-node-0", "lab-node-1", "lab-node-2"]
