@@ -329,14 +329,30 @@ def containerd_version(value):
 # ---------------------------------------------------------------------------------- generic
 
 
+def _number(value):
+    """A number, or a string the argument spec converts to one (``-e x=30`` gives the string "30")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
 def at_least(value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+    number = _number(value)
+    if number is None or number < minimum:
         return "must be at least %s" % minimum
     return None
 
 
 def greater_than(value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= minimum:
+    number = _number(value)
+    if number is None or number <= minimum:
         return "must be greater than %s" % minimum
     return None
 

@@ -76,6 +76,8 @@ def test_a_bad_value_gets_one_message_naming_the_variable(rule, value, message):
 
 @pytest.mark.parametrize("check,message", [
     (["n", 0, "at_least", 1], "n=0 must be at least 1"),
+    (["n", "0", "at_least", 1], 'n="0" must be at least 1'),
+    (["n", True, "at_least", 0], "n=true must be at least 0"),
     (["n", 0.0, "greater_than", 0], "n=0.0 must be greater than 0"),
     (["lvl", "loud", "one_of", ["debug", "info"]], 'lvl="loud" must be one of debug, info'),
     (["paths", ["/etc/x", "/srv/y"], "not_under", ["/etc"]], '"/etc/x" lies under "/etc"'),
@@ -85,6 +87,11 @@ def test_a_bad_value_gets_one_message_naming_the_variable(rule, value, message):
 def test_rules_with_an_option_and_lists(check, message):
     found = inputs.errors([check])
     assert len(found) == 1 and message in found[0], found
+
+
+def test_numbers_given_as_strings_pass_as_the_argument_spec_converts_them():
+    # -e kwok_cluster_wait_timeout=30 gives the string "30"; the argument spec accepts it as an int.
+    assert inputs.errors([["n", "30", "at_least", 1], ["t", "0.5", "greater_than", 0]]) == []
 
 
 def test_every_failure_is_reported_not_just_the_first():
