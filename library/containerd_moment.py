@@ -88,12 +88,19 @@ EXAMPLES = r"""
   gpuop.gates.containerd_moment:
     moment: 2. drop-in written, not restarted
     daemons_read_files_now: false
-    daemons: "{{ containerd_sandbox_daemons }}"
-    config: "{{ gpuop_root }}/etc/containerd/config.toml"
-    crictl: "{{ containerd_sandbox_bin_dir }}/crictl"
-    step4_check: "{{ gpuop_root }}/bin/check-runtime.sh"
-    loaded_check: "{{ gpuop_root }}/bin/check-loaded-runtime.sh"
-    observations: "{{ observations }}"
+    daemons:
+      - name: containerd-1
+        major: 1
+        version: 1.6.20~ds1
+        containerd: /usr/bin/containerd
+        ctr: /usr/bin/ctr
+        address: /root/gpuop/var/containerd-1/containerd.sock
+        wrapper_dir: /root/gpuop/var/containerd-1/bin
+    config: /root/gpuop/etc/containerd/config.toml
+    crictl: /root/.cache/gpuop/bin/crictl
+    step4_check: /root/gpuop/bin/check-runtime.sh
+    loaded_check: /root/gpuop/bin/check-loaded-runtime.sh
+    observations: []
   register: moment
 """
 

@@ -363,6 +363,18 @@ def non_empty(value):
     return None
 
 
+def unique(value):
+    """A list whose elements are all different."""
+    if not _is_list(value):
+        return "must be a list"
+    seen = []
+    for item in value:
+        if item in seen:
+            return "names %s twice" % _show(item)
+        seen.append(item)
+    return None
+
+
 def one_of(value, choices):
     if value not in choices:
         return "must be one of %s" % ", ".join(map(str, choices))
@@ -392,6 +404,7 @@ RULES = {
     "greater_than": greater_than,
     "non_empty": non_empty,
     "one_of": one_of,
+    "unique": unique,
 }
 # Rules that take an option (the fourth element of a check).
 _WITH_OPTION = {"not_under", "not_system_path", "lab_kubeconfig", "containerd_runtimes", "containerd_dropins", "at_least",

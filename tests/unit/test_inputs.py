@@ -28,7 +28,7 @@ GOOD = [
     ("containerd_version", 2), ("containerd_version", "3"),
     ("containerd_runtimes", [{"name": "runc"}, {"name": "nvidia.cdi", "cgroup_driver": "cgroupfs"}]),
     ("containerd_dropins", [{"file": "99-nvidia.toml", "runtimes": [{"name": "nvidia"}]}, {"file": "a.toml", "content": ""}]),
-    ("non_empty", [1]),
+    ("non_empty", [1]), ("unique", [1, 2, 3]),
 ]
 
 BAD = [
@@ -59,6 +59,7 @@ BAD = [
     ("containerd_dropins", [{"file": "x.toml"}], "needs content, default_runtime_name or runtimes"),
     ("containerd_dropins", [{"file": "x.toml", "version": 9, "content": ""}], "version 9 must be one of"),
     ("non_empty", [], "must not be empty"),
+    ("unique", [2201, 2202, 2201], "names 2201 twice"),
 ]
 
 
