@@ -269,7 +269,7 @@ def stop(params, clock=time.monotonic, sleep=time.sleep):
             sleep(POLL_INTERVAL)
         if not [p for p in pids if _mnt_ns(p) == record["mnt_ns"]]:
             break
-    left = [p for p in members(record["mnt_ns"])]
+    left = members(record["mnt_ns"])
     if left:
         raise GpuopError("node twin %s: processes %s are still running in its namespace" % (params["name"], left))
     return {"changed": True, "stopped": pids}
