@@ -80,7 +80,7 @@ attributes:
 notes:
   - "Runs where the sandboxes run: the controller (C(hosts: localhost)), as root."
 requirements:
-  - python >= 3.11 (tomllib)
+  - python >= 3.8
 """
 
 EXAMPLES = r"""

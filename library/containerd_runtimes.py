@@ -29,8 +29,8 @@ version_added: "0.1.0"
 author:
   - gpuop contributors (!UNKNOWN)
 requirements:
-  - For O(config), Python 3.11 or later on the host where it runs (the config dump, TOML, is read with the
-    standard library's tomllib).
+  - Python 3.8 or later on the host where it runs, nothing else (the config dump, TOML, is read with the standard
+    library's tomllib from 3.11 on, else with gpuop's own reader, module_utils toml_compat).
 options:
   address:
     description:

@@ -25,15 +25,14 @@ The two merge rules modelled here (see docs/facts.md for the sources):
 import fnmatch
 import os
 import re
-import sys
-
-try:
-    import tomllib
-except ImportError:  # tomllib is in the standard library from Python 3.11 on; older nodes get a clear failure
-    tomllib = None
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.toml_compat import load_module as _toml_module
 from ansible_collections.gpuop.gates.plugins.module_utils.names import RUNTIME_NAME_RE
+
+# The standard library's tomllib from Python 3.11 on, else gpuop's own TOML 1.0 reader (toml_compat), which
+# gives the same answers and errors: nodes with Python 3.8 to 3.10 parse containerd's files too.
+tomllib = _toml_module()
 
 CRI_ID_V2 = "io.containerd.grpc.v1.cri"
 CRI_ID_V3 = "io.containerd.cri.v1.runtime"
@@ -80,20 +79,12 @@ def table_path(segments):
     return ".".join(out)
 
 
-def require_tomllib():
-    """Reading TOML needs the standard library's tomllib (Python 3.11+): one clear failure without it."""
-    if tomllib is None:
-        raise GpuopError("reading TOML needs Python 3.11 or later (the standard library's tomllib); "
-                         "this is Python %s" % sys.version.split()[0])
-
-
 def parse_toml(path, text):
     """Parse ``text`` (read from ``path``); malformed TOML -> GpuopError naming file, line, column.
 
     Nesting deeper than MAX_DEPTH (tables or arrays) is refused too: no containerd config nests
     that deep, and the readers below walk the document recursively.
     """
-    require_tomllib()
     try:
         data = tomllib.loads(text)
     except RecursionError:

@@ -25,16 +25,15 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 
-try:
-    import tomllib
-except ImportError:  # tomllib is in the standard library from Python 3.11 on; older nodes get a clear failure
-    tomllib = None
-
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.toml_compat import load_module as _toml_module
 from ansible_collections.gpuop.gates.plugins.module_utils.names import RUNTIME_NAME_RE
+
+# The standard library's tomllib from Python 3.11 on, else gpuop's own TOML 1.0 reader (toml_compat), which
+# gives the same answers and errors: nodes with Python 3.8 to 3.10 parse containerd's files too.
+tomllib = _toml_module()
 
 POLL_INTERVAL = 0.2
 VIEW_LOADED = "loaded"
@@ -143,16 +142,8 @@ def runtimes_from_info(info):
     return sorted(runtimes), containerd.get("defaultRuntimeName", containerd.get("default_runtime_name"))
 
 
-def require_tomllib():
-    """The after-restart view reads TOML with the standard library's tomllib (Python 3.11+)."""
-    if tomllib is None:
-        raise GpuopError("reading containerd's config dump (TOML) needs Python 3.11 or later (the standard "
-                         "library's tomllib); this is Python %s" % sys.version.split()[0])
-
-
 def runtimes_from_dump(text):
     """After-restart view from a ``config dump``: CRI plugin path, runtimes, default, CRI would load."""
-    require_tomllib()
     try:
         dump = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -403,8 +394,6 @@ def observe(params, clock=time.monotonic, sleep=time.sleep):
         raise GpuopError("give address (the loaded view of a running daemon), config (the after-restart view), or both")
     if not os.path.isabs(params.get("cwd") or ""):
         raise GpuopError("cwd must be an absolute path, got %r" % (params.get("cwd"),))
-    if params.get("config"):
-        require_tomllib()  # before any probe: fail on an old Python without touching the daemon
     out = {"loaded": None, "after_restart": None, "probes": []}
     if params.get("address"):
         out["loaded"] = loaded(params["address"], params["ctr"], params["crictl"], params["wait_timeout"], clock, sleep)

@@ -152,3 +152,18 @@ def test_the_teardown_stops_every_process_of_every_twin(tmp_path):
     assert _changed(down) >= 1
     assert members() == [] and not os.path.exists(os.path.join(folder, "inventory.yml"))
     assert _changed(_playbook("twins-down.yml", extra)) == 0
+
+
+def test_the_merge_prediction_runs_on_each_twins_python_over_ssh(twins):
+    # containerd_merge on the node itself, Python 3.8, 3.10 and 3.13 (no tomllib before 3.11: gpuop's own
+    # TOML reader), on the twin's own main config: runc only, with SystemdCgroup; both versions load it.
+    answers = _on_twins(twins["extra"]["node_twins_inventory"],
+                        ["-m", "gpuop.gates.containerd_merge", "-a", "config=/etc/containerd/config.toml"])
+    for name, _containerd, python, _version in TWINS:
+        result = answers[name]
+        assert not result.get("failed"), result
+        assert result["main_runtimes"] == ["runc"] and result["dropin_runtimes"] == [], result
+        for version in ("containerd_1", "containerd_2"):
+            assert result["predicted"][version]["runtimes"] == ["runc"], result["predicted"]
+            assert result["predicted"][version]["cri_loads"] is True, result["predicted"]
+        assert result["predicted"]["containerd_1"]["runtime_details"]["runc"]["runtime_type"] == "io.containerd.runc.v2"
