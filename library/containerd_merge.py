@@ -31,7 +31,8 @@ version_added: "0.1.0"
 author:
   - gpuop contributors (!UNKNOWN)
 requirements:
-  - Python 3.8 or later on the host where it runs, nothing else (TOML is read with the standard library's tomllib from 3.11 on, else with gpuop's own reader, module_utils toml_compat)
+  - Python 3.8 or later on the host where it runs, nothing else (TOML is read with the standard library's
+    tomllib from 3.11 on, else with gpuop's own reader, module_utils toml_compat)
 options:
   config:
     description:
