@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster, NotFound, wait_for
-from gpuop_testlib import ROOT, ansible_env
+from gpuop_testlib import ROOT, ansible_env, wait_until
 
 SUFFIX = uuid.uuid4().hex[:6]
 CALLS = [
@@ -65,7 +65,14 @@ def resource_versions(k8s):
     return seen
 
 
+def _settled(k8s):
+    """No namespace of an earlier test still terminating: its objects would change while the doctor reads."""
+    core = k8s[0]
+    return not [n for n in core.list_namespace().items if n.status.phase == "Terminating"]
+
+
 def test_only_gets_constant_in_number_and_nothing_changes(doctor, cluster, k8s, namespace):
+    wait_until(lambda: _settled(k8s), 180, "the namespaces of earlier tests to finish terminating")
     before = resource_versions(k8s)
     first = doctor()
     assert first.get("failed") is not True, first.get("msg")
