@@ -17,6 +17,7 @@ import os
 import re
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.kwok_cluster import MARKER_PREFIX
 from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, RUNTIME_NAME_RE
 from ansible_collections.gpuop.gates.plugins.module_utils.quantity import parse_quantity
 
@@ -30,8 +31,7 @@ CONTAINERD_CONFIG_VERSIONS = (2, 3, 4)
 CGROUP_DRIVERS = ("systemd", "cgroupfs")
 TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
 TAINT_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
-# kwok_cluster's marker beside the kubeconfig of a cluster it created; kwokctl's context is kwok-<name>.
-CLUSTER_MARKER_PREFIX = ".gpuop-cluster-"
+# kwokctl's context of a cluster is kwok-<name>; kwok_cluster's marker (kwok_cluster.MARKER_PREFIX) is beside its kubeconfig.
 CLUSTER_CONTEXT_PREFIX = "kwok-"
 
 
@@ -258,7 +258,7 @@ def created_by_gpuop(kubeconfig):
     name = context[len(CLUSTER_CONTEXT_PREFIX):]
     if "/" in name:
         return False
-    return os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), CLUSTER_MARKER_PREFIX + name))
+    return os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), MARKER_PREFIX + name))
 
 
 # ---------------------------------------------------------------------------- containerd

@@ -24,10 +24,11 @@ import re
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file, read_text
+from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_LABEL_RE
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kwokctl")
+# The marker of a cluster gpuop created, beside its kubeconfig; inputs.created_by_gpuop looks for it.
 MARKER_PREFIX = ".gpuop-cluster-"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 _LOG_ERROR = re.compile(r'"level":"(error|fatal)"|^[EF][0-9]{4} ')
 _JSON_MSG = re.compile(r'.*"msg":"([^"]*)".*"error":"([^"]*)".*')
 
@@ -84,7 +85,8 @@ def paths(params):
 
 
 def validate(params):
-    if not isinstance(params.get("name"), str) or not _DNS_LABEL.match(params["name"]):
+    name = params.get("name")
+    if not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL_RE.match(name):
         raise GpuopError("name=%s must be a DNS label (lower-case letters, digits, '-')" % json.dumps(params.get("name")))
     missing = [b for b in BINARIES if not os.path.isfile(os.path.join(params["bin_dir"], b))]
     if missing:

@@ -29,15 +29,16 @@ import socket
 import subprocess
 import time
 
+from ansible_collections.gpuop.gates.plugins.module_utils.containerd_sandbox import proc_start_time
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.files import atomic_write, read_text
+from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_LABEL_RE
 
 POLL_INTERVAL = 0.2
 OVERLAID = ("etc", "opt", "run", "var/lib")
 SHIM = "/etc/gpuop-twin/containerd-service"
 SHIM_PID = "/run/gpuop-twin/containerd.pid"
 SHIM_LOG = "/var/log/gpuop-twin-containerd.log"
-_NAME_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 ARG_SPEC = {
     "name": {"type": "str", "required": True},
@@ -52,8 +53,8 @@ ARG_SPEC = {
 
 
 def validate(params):
-    name = params.get("name") or ""
-    if not name or len(name) > 63 or set(name) - _NAME_OK or name[0] == "-" or name[-1] == "-":
+    name = params.get("name")
+    if not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL_RE.match(name):
         raise GpuopError("name=%s must be a DNS label (it is the twin's hostname)" % json.dumps(name))
     if not os.path.isabs(params.get("dir") or ""):
         raise GpuopError("dir=%s must be an absolute path" % json.dumps(params.get("dir")))
@@ -133,14 +134,6 @@ esac
 # --------------------------------------------------------------------------------- processes
 
 
-def _start_time(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def _mnt_ns(pid):
     try:
         return os.readlink("/proc/%d/ns/mnt" % pid)
@@ -163,7 +156,7 @@ def alive(record):
     if not record:
         return False
     pid = record.get("pid")
-    return isinstance(pid, int) and _start_time(pid) == record.get("start_time") and _mnt_ns(pid) == record.get("mnt_ns")
+    return isinstance(pid, int) and proc_start_time(pid) == record.get("start_time") and _mnt_ns(pid) == record.get("mnt_ns")
 
 
 def members(mnt_ns):
@@ -223,7 +216,7 @@ def start(params, clock=time.monotonic, sleep=time.sleep):
             raise GpuopError("node twin %s: no SSH answer on 127.0.0.1:%d after %.0f s" % (params["name"], params["port"],
                                                                                            params["wait_timeout"]))
         sleep(POLL_INTERVAL)
-    record = {"name": params["name"], "pid": proc.pid, "start_time": _start_time(proc.pid), "mnt_ns": _mnt_ns(proc.pid),
+    record = {"name": params["name"], "pid": proc.pid, "start_time": proc_start_time(proc.pid), "mnt_ns": _mnt_ns(proc.pid),
               "port": params["port"], "client_key": where["client_key"]}
     atomic_write(where["record"], json.dumps(record, sort_keys=True) + "\n", 0o600)
     return {"changed": True, "record": record}
