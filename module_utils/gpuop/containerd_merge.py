@@ -116,8 +116,16 @@ def _raise(msg):
     raise GpuopError(msg)
 
 
-def read_config(path):
-    """Read and parse one config file; a missing or unreadable file is a GpuopError."""
+def read_config(path, overlay=None):
+    """Read and parse one config file; a missing or unreadable file is a GpuopError.
+
+    ``overlay`` maps absolute paths to texts that stand in for the files on disk (a prediction of
+    files not written yet: the drop-in and the main file as gpuop would write them).
+    """
+    if overlay and path in overlay:
+        if overlay[path] is None:
+            raise GpuopError("%s: no such file" % path)
+        return parse_toml(path, overlay[path])
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -223,11 +231,18 @@ def _cri_section_containerd(plugins, ids):
 # Import resolution
 # --------------------------------------------------------------------------------------------
 
-def go_glob(pattern):
+def exists(path, overlay=None):
+    """Whether ``path`` exists on disk or in the overlay (where None stands for a file taken away)."""
+    if overlay and path in overlay:
+        return overlay[path] is not None
+    return os.path.lexists(path)
+
+
+def go_glob(pattern, overlay=None):
     """filepath.Glob as Go does it: sorted matches, ``*`` also matches names starting with a dot."""
     pattern = os.path.normpath(pattern)
     if not any(ch in pattern for ch in "*?["):
-        return [pattern] if os.path.lexists(pattern) else []
+        return [pattern] if exists(pattern, overlay) else []
     folder, base = os.path.split(pattern)
     if any(ch in folder for ch in "*?["):
         folders = [d for d in go_glob(folder) if os.path.isdir(d)]
@@ -237,14 +252,18 @@ def go_glob(pattern):
     go_base = base.replace("[^", "[!")
     for one in folders:
         try:
-            names = sorted(os.listdir(one or "."))
+            names = set(os.listdir(one or "."))
         except OSError:
-            continue
+            names = set()
+        for path, text in (overlay or {}).items():
+            if os.path.dirname(path) == os.path.normpath(one or "."):
+                (names.add if text is not None else names.discard)(os.path.basename(path))
+        names = sorted(names)
         matches.extend(os.path.join(one, name) for name in names if fnmatch.fnmatchcase(name, go_base))
     return matches
 
 
-def resolve_import(parent, entry, major, daemon_cwd):
+def resolve_import(parent, entry, major, daemon_cwd, overlay=None):
     """Resolve one ``imports`` entry of file ``parent`` as containerd ``major`` (1 or 2) does.
 
     Returns ``(pattern, is_glob, paths)``: the absolute pattern or path looked at, whether it
@@ -256,16 +275,16 @@ def resolve_import(parent, entry, major, daemon_cwd):
         if "*" in cleaned:
             # 1.x: filepath.Glob(path) on the raw entry: relative to the daemon's cwd.
             pattern = cleaned if os.path.isabs(cleaned) else os.path.normpath(os.path.join(daemon_cwd, cleaned))
-            return pattern, True, go_glob(pattern)
+            return pattern, True, go_glob(pattern, overlay)
         pattern = cleaned if os.path.isabs(cleaned) else os.path.normpath(os.path.join(base, cleaned))
         return pattern, False, [pattern]
     pattern = cleaned if os.path.isabs(cleaned) else os.path.normpath(os.path.join(base, cleaned))
     if "*" in pattern:
-        return pattern, True, go_glob(pattern)
+        return pattern, True, go_glob(pattern, overlay)
     return pattern, False, [pattern]
 
 
-def load_chain(main_path, major, daemon_cwd, cache):
+def load_chain(main_path, major, daemon_cwd, cache, overlay=None):
     """Files containerd ``major`` loads, in load order, plus warnings and a fatal error (or None).
 
     ``cache`` maps path -> described file (each file is read and validated once). Containerd
@@ -277,16 +296,16 @@ def load_chain(main_path, major, daemon_cwd, cache):
         path = pending.pop(0)
         if path in seen:
             continue
-        if path != main_path and not os.path.lexists(path):
+        if path != main_path and not exists(path, overlay):
             error = "failed to load TOML: %s: open %s: no such file or directory" % (path, path)
             break
         if path not in cache:
-            cache[path] = describe_file(path, read_config(path))
+            cache[path] = describe_file(path, read_config(path, overlay))
         described = cache[path]
         seen.add(path)
         order.append(described)
         for entry in described["imports"]:
-            pattern, is_glob, paths = resolve_import(path, entry, major, daemon_cwd)
+            pattern, is_glob, paths = resolve_import(path, entry, major, daemon_cwd, overlay)
             if is_glob and not paths:
                 how = ""
                 if major == 1 and not os.path.isabs(os.path.normpath(entry)):
@@ -462,8 +481,10 @@ def normalize_names(names):
     return sorted(out)
 
 
-def analyze(config, daemon_cwd="/", loaded_runtimes=None):
+def analyze(config, daemon_cwd="/", loaded_runtimes=None, overlay=None):
     """Read ``config`` and its imports; return the whole analysis as plain data.
+
+    ``overlay`` (absolute path -> text) predicts files as they would be written (read_config).
 
     Raises GpuopError for a missing main file, malformed TOML, or tables that are not tables.
     """
@@ -471,13 +492,13 @@ def analyze(config, daemon_cwd="/", loaded_runtimes=None):
         raise GpuopError("daemon_cwd must be an absolute path, got %r" % daemon_cwd)
     config = os.path.abspath(config)
     daemon_cwd = os.path.normpath(daemon_cwd)
-    if not os.path.lexists(config):
+    if not exists(config, overlay):
         raise GpuopError("%s: main config file does not exist" % config)
     observed = normalize_names(loaded_runtimes)
     cache = {}
     chains = {}
     for major in (1, 2):
-        chains[major] = load_chain(config, major, daemon_cwd, cache)
+        chains[major] = load_chain(config, major, daemon_cwd, cache, overlay)
     # The files as written: imports resolved against the importing file's folder (containerd 2.x).
     files = chains[2][0]
     main, dropins = files[0], files[1:]

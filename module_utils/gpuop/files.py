@@ -20,10 +20,11 @@ def read_text(path):
         return None
 
 
-def atomic_write(path, content, mode=0o644):
+def atomic_write(path, content, mode=0o644, owner=None):
     """Write ``content`` to ``path`` through a temp file in the same folder, then rename.
 
-    A reader (or a run killed half-way) sees the old file or the new one, never a part.
+    A reader (or a run killed half-way) sees the old file or the new one, never a part. ``owner``
+    (uid, gid) is given to the temp file before the rename, so the new file never has another owner.
     """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -43,6 +44,8 @@ def atomic_write(path, content, mode=0o644):
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        if owner is not None:
+            os.chown(tmp, owner[0], owner[1])
         os.replace(tmp, path)
     except BaseException:
         try:
