@@ -16,8 +16,24 @@ short_description: Write manifest files and apply Kubernetes objects in order (s
 description:
   - Writes each of O(files) atomically (a temporary file in the same folder, then a rename), only
     when its content or mode differs, then applies each of O(objects) in the order given with
-    server-side apply (field manager O(field_manager), conflicts forced). A re-run with the same
-    objects is recognised by the API itself (the resourceVersion does not move) and reports C(changed=false).
+    server-side apply (field manager O(field_manager); conflicts forced only with O(take_over)). A re-run
+    with the same objects is recognised by the API itself (the resourceVersion does not move) and reports
+    C(changed=false).
+  - No take-over. Each of O(objects) is read (GET) before any file is written or object applied. One that
+    exists and is not gpuop's fails the run, before anything is written, with one message naming each
+    such object and its managers (and RV(refused)), unless O(take_over).
+  - Whose an object is. Its owners are the managers of its C(metadata.managedFields) entries with
+    operation C(Apply) or C(Update) on the object itself; an entry on a subresource (C(status), C(scale))
+    does not count, so the scheduler, the controllers, the kubelet or kwok writing the status of a Pod or
+    a DaemonSet own nothing. No manager is ignored by name; a C(kube-controller-manager) or
+    C(kube-apiserver) entry on the object itself means that component made it. The object is gpuop's when
+    it has no owner but O(field_manager), and it carries the label C(app.kubernetes.io/managed-by=gpuop)
+    or, without that label, O(field_manager) owns it (applied before gpuop labelled what it applies).
+  - A Namespace that exists and is not gpuop's (C(default), or one another tool made) is used as it is,
+    never labelled or modified (even with O(take_over)), and reported C(skipped).
+  - Every applied object carries the label C(app.kubernetes.io/managed-by=gpuop), added to the applied
+    copy only (a manifest of O(files) keeps its bytes). An object of O(objects) that sets that label to
+    another value fails the run before anything is written.
   - One module run where a role would chain a folder, templates and one C(kubernetes.core.k8s) per object.
   - A namespaced object refused because its namespace's default ServiceAccount does not exist yet
     (the controller makes it just after the namespace) is applied again every 0.2 s until O(timeout).
@@ -50,6 +66,16 @@ options:
     description: Seconds to retry an object refused for its namespace's missing default ServiceAccount.
     type: float
     default: 60.0
+  take_over:
+    description:
+      - Apply objects that exist and are not gpuop's (see the description), conflicts forced. A Namespace
+        that is not gpuop's is still skipped.
+      - Their other managers keep the fields gpuop does not set, so a later run without O(take_over)
+        refuses them again.
+      - Without it, the apply is not forced, so a field another manager took between the GET and the
+        apply is a conflict the API refuses (the run fails naming the object).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpuop.gates.k8s
   - gpuop.gates.files
@@ -59,7 +85,8 @@ attributes:
     description:
       - Files are compared, not written; objects are applied with C(dryRun=All) (the API validates them
         and answers what it would store). An object in a namespace this run would create is reported as
-        C(would create), as the API cannot dry-run it.
+        C(would create), as the API cannot dry-run it. Objects that are not gpuop's are refused (or
+        skipped, for a Namespace) as in a real run.
   diff_mode:
     support: full
     description:
@@ -91,6 +118,16 @@ EXAMPLES = r"""
     objects:
       - {apiVersion: v1, kind: Namespace, metadata: {name: gpu-operator}}
   register: toolkit
+
+- name: Apply the sharing config over a ConfigMap another tool made (it is refused without take_over)
+  gpuop.gates.k8s_apply:
+    kubeconfig: "{{ gpuop_kubeconfig }}"
+    objects:
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: time-slicing-config, namespace: gpu-operator}
+        data: {any: "version: v1"}
+    take_over: true
 """
 
 RETURN = r"""
@@ -109,14 +146,32 @@ files:
   sample: [{path: /tmp/lab/k8s/pod.yaml, changed: false}]
 objects:
   description:
-    - Each object of O(objects), what the apply did (created, configured, unchanged, would create) and, as
-      C(object), what the API stored (the dry-run answer in check mode; absent for C(would create)),
-      without C(metadata.managedFields).
+    - Each object of O(objects), what the apply did (created, configured, unchanged, would create, or
+      skipped for a Namespace that is not gpuop's) and, as C(object), what the API stored (the dry-run
+      answer in check mode; as found for C(skipped); absent for C(would create)), without
+      C(metadata.managedFields).
+    - C(foreign), only for an object that existed and was not gpuop's (skipped, or applied with
+      O(take_over)), says why, for example C(is managed by "helm" (not created by gpuop)).
   returned: always
   type: list
   elements: dict
   sample: [{apiVersion: v1, kind: Namespace, name: gpu-lab, namespace: null, result: unchanged,
-            object: {apiVersion: v1, kind: Namespace, metadata: {name: gpu-lab}}}]
+            object: {apiVersion: v1, kind: Namespace,
+                     metadata: {name: gpu-lab, labels: {app.kubernetes.io/managed-by: gpuop}}}},
+           {apiVersion: v1, kind: Namespace, name: default, namespace: null, result: skipped,
+            foreign: 'is managed by "kube-apiserver" (not created by gpuop)',
+            object: {apiVersion: v1, kind: Namespace, metadata: {name: default}}}]
+refused:
+  description:
+    - When the run fails because objects are not gpuop's (without O(take_over)), each of them
+      (C(apiVersion), C(kind), C(name), C(namespace)), C(object) (its C(Kind namespace/name)), its
+      owners as C(managers) and why it is not gpuop's as C(reason). Nothing was written or applied.
+  returned: failure, when objects are refused
+  type: list
+  elements: dict
+  sample: [{apiVersion: v1, kind: ConfigMap, name: time-slicing-config, namespace: gpu-operator,
+            object: ConfigMap gpu-operator/time-slicing-config, managers: [helm],
+            reason: 'is managed by "helm" (not created by gpuop)'}]
 """
 
 import copy
@@ -140,7 +195,7 @@ def main():
         cluster = Cluster(params["kubeconfig"], params["context"], params["request_timeout"])
         result = k8s_apply.run(cluster, params, check_mode=module.check_mode)
     except GpuopError as exc:
-        module.fail_json(msg=exc.msg)
+        module.fail_json(msg=exc.msg, **({"refused": exc.details["refused"]} if "refused" in exc.details else {}))
     if not module._diff:
         result.pop("diff")
     module.exit_json(**result)
