@@ -5,7 +5,9 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Debian packages: containerd 1.6 (the 1.x sandbox daemon, its `config dump` checks the merge
 # predictions); strace (tests/integration/test_guards.py proves site.yml writes nothing outside its root).
-APT_PACKAGES := containerd strace openssh-server
+# openssh-server and sudo: node twins are reached over real SSH, and playbooks/nodes.yml becomes root
+# through sudo on them, as on a real node.
+APT_PACKAGES := containerd strace openssh-server sudo
 
 .PHONY: run test test-faults setup apt venv collection-link collection sanity toolchain lint reset clean-test help
 
