@@ -135,8 +135,10 @@ def add_import(path, text, entry):
             line = lines[start]
             sep = ", " if before.get("imports") else ""
             for close in [i for i, char in enumerate(line) if char == "]"][::-1]:
-                candidates.append("".join(lines[:start] + [line[:close].rstrip() + sep + toml_write.string(entry)
-                                                           + line[close:]] + lines[start + 1:]))
+                # After the last element (the spaces before "]" stay after the new one); in "[ ]", before "]".
+                at = len(line[:close].rstrip()) if sep else close
+                candidates.append("".join(lines[:start] + [line[:at] + sep + toml_write.string(entry) + line[at:]]
+                                          + lines[start + 1:]))
         elif end is not None and lines[end].lstrip().startswith("]"):
             indent = re.match(r"^\s*", lines[end - 1]).group(0) if end - 1 > start else "  "
             new = "%s%s,%s" % (indent, toml_write.string(entry), newline)

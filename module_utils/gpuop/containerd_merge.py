@@ -72,7 +72,7 @@ def table_path(segments):
     """Render key segments as a TOML table path: bare keys as-is, others double-quoted."""
     out = []
     for seg in segments:
-        if _BARE_KEY.match(seg):
+        if _BARE_KEY.fullmatch(seg):
             out.append(seg)
         else:
             out.append('"%s"' % seg.replace("\\", "\\\\").replace('"', '\\"'))

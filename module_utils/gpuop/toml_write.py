@@ -24,7 +24,7 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f
 
 def key(name):
     """One key: bare when it can be, else a basic string."""
-    return name if _BARE_KEY.match(name) else string(name)
+    return name if _BARE_KEY.fullmatch(name) else string(name)
 
 
 def string(text):
