@@ -90,6 +90,17 @@ options:
     description: The containerd 1.x daemon's working directory (relative glob imports are matched against it).
     type: path
     default: /
+  nodes:
+    description:
+      - The fleet gate C(containerd-nodes). Node name to what C(gpuop.gates.containerd_node_view) returned on that
+        node (its registered result, with C(view)), or to a failed or unreachable result (then the node is
+        C(node-unreadable)). Omitted, the gate is not judged.
+      - Verdicts per node, nodes sharing one grouped into one finding. C(cri-fails-on-restart),
+        C(runtime-dropped-on-restart), C(handler-not-loaded) (pods on the node whose RuntimeClass handler the
+        daemon has not loaded) are critical; C(restart-pending), C(orphan-dropin), C(runtime-incomplete),
+        C(plugin-path-ignored), C(dropin-minimal-on-1x), C(node-unreadable) are warnings; C(dropin-self-sufficient)
+        is info. The result gains C(nodes), a node by column (C(read), C(restart), C(files), C(handlers)) matrix.
+    type: dict
 extends_documentation_fragment:
   - gpuop.gates.k8s
 attributes:

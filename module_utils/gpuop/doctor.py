@@ -45,7 +45,7 @@ import json
 import re
 import shlex
 
-from ansible_collections.gpuop.gates.plugins.module_utils import containerd_merge, rollout, sharing
+from ansible_collections.gpuop.gates.plugins.module_utils import containerd_merge, fleet, rollout, sharing
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import K8S_ARG_SPEC
 from ansible_collections.gpuop.gates.plugins.module_utils.node_resources import validate_resource_name
@@ -59,7 +59,14 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 SEVERITIES = ("critical", "warning", "info")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 GATES = ("runtime-handler", "advertisement", "sharing", "rollout", "containerd")
-GATE_RANK = {name: rank for rank, name in enumerate(GATES)}
+# The fleet gate, judged only when node views are given (option nodes): each node's containerd over SSH.
+FLEET_GATE = "containerd-nodes"
+# Columns of the node x gate matrix, and the verdicts that break each.
+NODE_COLUMNS = (("read", ("node-unreadable",)),
+                ("restart", ("cri-fails-on-restart", "runtime-dropped-on-restart", "restart-pending")),
+                ("files", ("orphan-dropin", "runtime-incomplete", "plugin-path-ignored", "dropin-minimal-on-1x")),
+                ("handlers", ("handler-not-loaded",)))
+GATE_RANK = {name: rank for rank, name in enumerate(GATES + ("containerd-nodes",))}
 FAIL_ON = ("critical", "warning", "none")
 
 # Gate states, worst first.
@@ -108,6 +115,8 @@ def argument_spec():
         "sharing_default_key": {"type": "str", "no_log": False},
         "containerd_configs": {"type": "list", "elements": "path", "default": []},
         "containerd_daemon_cwd": {"type": "path", "default": "/"},
+        # The fleet gate: node name -> its containerd_node_view result (view), or {"error": why}. None: not judged.
+        "nodes": {"type": "dict"},
     })
     return spec
 
@@ -724,6 +733,13 @@ def diagnose(snapshot, options, now=None):
     findings += cd_findings
     gates["containerd"] = dict(checked, state=state)
 
+    if options.get("nodes") is not None:
+        fleet_findings, state, matrix = fleet_gate(options["nodes"], nodes, pods, snapshot.get("runtimeclasses") or [], kubectl)
+        findings += fleet_findings
+        gates[FLEET_GATE] = {"nodes": len(matrix), "state": state}
+    else:
+        matrix = None
+
     for name in sorted(errors):
         gate = LIST_GATES.get(name)
         if gate is None:
@@ -737,13 +753,59 @@ def diagnose(snapshot, options, now=None):
     summary = {s: sum(1 for f in findings if f["severity"] == s) for s in SEVERITIES}
     summary["total"] = len(findings)
     version = snapshot.get("version") or {}
-    return {
+    out = {
         "findings": findings,
         "summary": summary,
-        "gates": {g: gates[g] for g in GATES},
+        "gates": {g: gates[g] for g in GATES + ((FLEET_GATE,) if matrix is not None else ())},
         "server_version": version.get("gitVersion") if isinstance(version, dict) else None,
         "counts": {name: len(snapshot.get(name) or []) for name, _path, _required in LISTS if name != "version"},
     }
+    if matrix is not None:
+        out["nodes"] = matrix
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Gate: each GPU node's containerd (views read over SSH by containerd_node_view)
+
+def fleet_gate(views, nodes, pods, runtimeclasses, kubectl):
+    """Verdicts per node (module_utils fleet), grouped: nodes sharing a verdict make one finding."""
+    api = {_name(n): n for n in nodes}
+    handler_of = {_name(rc): rc.get("handler") for rc in runtimeclasses}
+    on_node = {}
+    for pod in pods:
+        if _live(pod):
+            on_node.setdefault((pod.get("spec") or {}).get("nodeName"), []).append(pod)
+    per_node = {}
+    for name in sorted(views):
+        entry = views[name] if isinstance(views[name], dict) else {}
+        if isinstance(entry.get("view"), dict):
+            view = entry["view"]
+        else:  # a failed or unreachable node's registered result
+            view = {"error": entry.get("error") or entry.get("msg") or "not read"}
+        per_node[name] = fleet.verdicts(name, view, api.get(name), on_node.get(name, []), handler_of)
+    matrix = {}
+    for name in sorted(per_node):
+        codes = {v["verdict"]: v["severity"] for v in per_node[name]}
+        row = {}
+        for column, breaking in NODE_COLUMNS:
+            hit = [codes[c] for c in breaking if c in codes]
+            row[column] = (STATE_UNKNOWN if column == "read" else STATE_BROKEN) if hit else STATE_OK
+        if "node-unreadable" in codes:
+            row = {column: STATE_UNKNOWN for column, _b in NODE_COLUMNS}
+        matrix[name] = row
+    findings = []
+    for group in fleet.group(per_node):
+        names = group["nodes"]
+        subject = "nodes/%s" % names[0] if len(names) == 1 else "nodes/%s+%d" % (names[0], len(names) - 1)
+        text = group["text"].replace("<node>", names[0] if len(names) == 1 else "each node")
+        findings.append(finding(group["severity"], FLEET_GATE, group["verdict"], subject,
+                                "%s: %s" % (names_text(names), text), group["command"].replace("<node>", names[0]),
+                                nodes=names, **group["details"]))
+    states = [STATE_BROKEN if f["severity"] in ("critical", "warning") and f["code"] != "node-unreadable" else
+              STATE_UNKNOWN if f["code"] == "node-unreadable" else STATE_OK for f in findings]
+    state = _worst(states) if states else (STATE_OK if views else STATE_NOT_APPLICABLE)
+    return findings, state, matrix
 
 
 def gate_failed(result, fail_on):
@@ -764,7 +826,7 @@ def finding_line(item):
 def summary_line(result):
     s = result["summary"]
     if not s["total"]:
-        return "gpu doctor: no finding (gates: %s)" % ", ".join("%s %s" % (g, result["gates"][g]["state"]) for g in GATES)
+        return "gpu doctor: no finding (gates: %s)" % ", ".join("%s %s" % (g, state["state"]) for g, state in result["gates"].items())
     return "gpu doctor: %d critical, %d warning, %d info" % (s["critical"], s["warning"], s["info"])
 
 
@@ -773,7 +835,8 @@ def report_lines(result):
 
 
 def render_json(result, meta):
-    doc = dict(meta, **{k: result[k] for k in ("summary", "findings", "gates", "server_version", "counts")})
+    doc = dict(meta, **{k: result[k] for k in ("summary", "findings", "gates", "server_version", "counts", "nodes")
+                        if k in result})
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 
@@ -793,8 +856,8 @@ def render_md(result, meta):
     for number, item in enumerate(result["findings"], 1):
         lines.append("%d. **%s** %s: %s  \n   `%s`" % (number, item["severity"], item["gate"], item["text"], item["command"]))
     lines += ["", "## Gates", "", "| gate | state |", "| --- | --- |"]
-    for gate in GATES:
-        lines.append("| %s | %s |" % (gate, _md_cell(result["gates"][gate]["state"])))
+    for gate, state in result["gates"].items():
+        lines.append("| %s | %s |" % (gate, _md_cell(state["state"])))
     lines += ["", "States: `broken` (a finding above says why), `unknown` (the cluster did not say), `ok`, "
               "`not-applicable` (nothing of that kind in use).", ""]
     return "\n".join(lines)
