@@ -591,7 +591,57 @@ def _blocker_text(blocker):
     return "%s%s: %s" % (kind, where, blocker.get("reason") or blocker.get("message") or "")
 
 
-def rollout_gate(daemonsets, pods, nodes, selected, now, kubectl):
+def rollout_rows(analysis):
+    """One row per node of a DaemonSet: ``updated`` (its new pod), ``old`` (only the old one) or ``pending`` (its new pod
+    cannot be scheduled there), with the blocker's text for a pending one. Sorted by node."""
+    stuck = {b["node"]: b for b in analysis["blockers"] if b.get("node")}
+    rows = []
+    for node, slot in sorted(analysis["pods_per_node"].items()):
+        if not node:
+            continue
+        if node in stuck:
+            state, blocker = "pending", _blocker_text(stuck[node])
+        elif slot["new"]:
+            state, blocker = "updated", None
+        else:
+            state, blocker = "old", None
+        rows.append({"daemonset": "%s/%s" % (analysis["namespace"], analysis["name"]), "node": node, "state": state,
+                     "blocker": blocker, "old_pod": bool(slot["old"])})
+    return rows
+
+
+def blast_radius(ref, rows, views, runtimeclasses, kubectl, namespace, name):
+    """Nodes of a stalled DaemonSet where no pod of it runs: the old pod is gone and the new one is Pending.
+
+    A toolkit pod that terminates removes its runtime config and restarts containerd (nvidia-container-toolkit
+    issue 494), so the handlers it installed are gone there. Where the node's daemon was read (fleet views), that
+    is confirmed (critical) or refuted; otherwise it is a warning.
+    """
+    bare = [r["node"] for r in rows if r["state"] == "pending" and not r["old_pod"]]
+    if not bare:
+        return []
+    handlers = sorted({rc.get("handler") for rc in runtimeclasses if str(rc.get("handler") or "").startswith("nvidia")})
+    classes = sorted(_name(rc) for rc in runtimeclasses if str(rc.get("handler") or "").startswith("nvidia"))
+    confirmed, refuted = [], []
+    for node in bare:
+        view = ((views or {}).get(node) or {}).get("view") if isinstance((views or {}).get(node), dict) else None
+        loaded = (view or {}).get("loaded")
+        if loaded and loaded.get("cri_loaded"):
+            (refuted if set(handlers) & set(loaded.get("runtimes") or []) else confirmed).append(node)
+    severity = "critical" if confirmed else "warning"
+    text = ("DaemonSet %s: no pod of it runs on %s (the old pod is gone, the new one is Pending): a toolkit pod that "
+            "terminates removes its runtime config and restarts containerd, so pods of RuntimeClass %s (handler %s) "
+            "fail there" % (ref, names_text(bare), ", ".join(classes) or "(none)", ", ".join(handlers) or "nvidia"))
+    if confirmed:
+        text += "; confirmed by the node's daemon on %s" % names_text(confirmed)
+    if refuted:
+        text += "; refuted on %s (its daemon still has the handler)" % names_text(refuted)
+    return [finding(severity, "rollout", "rollout-blast-radius", "daemonset/%s" % ref, text,
+                    kubectl("-n", namespace, "get", "pods", "-o", "wide", "--field-selector", "spec.nodeName=%s" % bare[0]),
+                    nodes=bare, confirmed=confirmed, refuted=refuted)]
+
+
+def rollout_gate(daemonsets, pods, nodes, selected, now, kubectl, runtimeclasses=(), views=None, rows_out=None):
     findings = []
     owned = _pods_by_daemonset(pods)
     wanted = set(selected or [])
@@ -613,6 +663,9 @@ def rollout_gate(daemonsets, pods, nodes, selected, now, kubectl):
             continue
         states.append(STATE_BROKEN)
         stuck_uids.update(_meta(p).get("uid") for p in ds_pods)
+        rows = rollout_rows(analysis)
+        if rows_out is not None:
+            rows_out.extend(rows)
         blocker = analysis["blocker"]
         namespace = _meta(ds).get("namespace") or ""
         if blocker and blocker.get("pod"):
@@ -629,6 +682,7 @@ def rollout_gate(daemonsets, pods, nodes, selected, now, kubectl):
             blocker=None if blocker is None else {k: v for k, v in sorted(blocker.items()) if k != "node_reasons"},
             numbers={k: analysis[k] for k in ("desired", "current", "updated", "ready", "available", "unavailable",
                                               "old_image_pods", "max_unavailable")}))
+        findings.extend(blast_radius(ref, rows, views, runtimeclasses, kubectl, namespace, _name(ds)))
     for ref in sorted(wanted - seen):
         namespace, name = ref.split("/", 1)
         findings.append(finding("warning", "rollout", "daemonset-missing", "daemonset/%s" % ref,
@@ -707,8 +761,10 @@ def diagnose(snapshot, options, now=None):
     gates = {}
     findings = []
 
+    rows = []
     rollout_findings, state, checked, stuck_uids = rollout_gate(
-        snapshot.get("daemonsets") or [], pods, nodes, options.get("daemonsets") or [], now, kubectl)
+        snapshot.get("daemonsets") or [], pods, nodes, options.get("daemonsets") or [], now, kubectl,
+        snapshot.get("runtimeclasses") or [], options.get("nodes"), rows)
     findings += rollout_findings
     gates["rollout"] = dict(checked, state=state)
 
@@ -762,6 +818,8 @@ def diagnose(snapshot, options, now=None):
     }
     if matrix is not None:
         out["nodes"] = matrix
+    if rows:
+        out["rollout_rows"] = rows
     return out
 
 
@@ -835,8 +893,8 @@ def report_lines(result):
 
 
 def render_json(result, meta):
-    doc = dict(meta, **{k: result[k] for k in ("summary", "findings", "gates", "server_version", "counts", "nodes")
-                        if k in result})
+    doc = dict(meta, **{k: result[k] for k in ("summary", "findings", "gates", "server_version", "counts", "nodes",
+                                               "rollout_rows") if k in result})
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 

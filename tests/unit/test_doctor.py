@@ -102,6 +102,12 @@ def test_step5_gpu_pod_blocked_by_advertisement():
     assert result["gates"]["runtime-handler"]["state"] == "unknown"
 
 
+BLAST_RADIUS = ("warning", "rollout", "rollout-blast-radius",
+                "DaemonSet gpu-operator/nvidia-container-toolkit: no pod of it runs on lab-node-0 (the old pod is gone, the new "
+                "one is Pending): a toolkit pod that terminates removes its runtime config and restarts containerd, so pods of "
+                "RuntimeClass nvidia (handler nvidia) fail there")
+
+
 def test_step6_advertised_pod_runs_and_only_the_unknown_handler_is_left():
     result = doctor.diagnose(load("step6"), LAB_OPTS, NOW)
     assert lines(result) == [UNKNOWN_ON_LAB]
@@ -119,16 +125,41 @@ def test_step8_toolkit_rollout_stalled_on_memory_and_sharing_seen():
         ("warning", "sharing", "advertisement-mismatch",
          "1 node(s) advertise nvidia.com/gpu 4, expected 20 (4 physical x 5 replicas, ConfigMap "
          "gpu-operator/time-slicing-config key any): lab-node-0"),
+        BLAST_RADIUS,
         ("info", "sharing", "sharing-config",
          "ConfigMap gpu-operator/time-slicing-config key any: time-slicing, nvidia.com/gpu x 5 replicas per GPU, "
          "memory guaranteed per slot 0 GiB of 40 GiB (every slot may use all of it: no memory or fault isolation)"),
     ]
+    # The fixture's pods: the new one (generation 2) Pending for lab-node-0, whose old pod is gone; old ones on 1 and 2.
+    assert [(r["node"], r["state"], r["old_pod"]) for r in result["rollout_rows"]] == [
+        ("lab-node-0", "pending", False), ("lab-node-1", "old", True), ("lab-node-2", "old", True)]
+    assert result["rollout_rows"][0]["blocker"].startswith("insufficient-memory on lab-node-0: requests 64Gi > 32Gi")
     stalled = result["findings"][0]
     assert stalled["details"]["blocker"]["requested"] == 64 * 2 ** 30
     assert stalled["details"]["blocker"]["node_allocatable"] == 32 * 2 ** 30
     assert stalled["command"].startswith("kubectl --kubeconfig /k -n gpu-operator get pod nvidia-container-toolkit-")
     assert stalled["command"].endswith(""" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}'""")
-    assert result["summary"] == {"critical": 1, "warning": 2, "info": 1, "total": 4}
+    assert result["summary"] == {"critical": 1, "warning": 3, "info": 1, "total": 5}
+
+
+def _view(runtimes):
+    """A node view as containerd_node_view returns it: files and a restart agree with what the daemon loaded."""
+    return {"view": {"config": "/etc/containerd/config.toml", "containerd_version": "1.6.20", "containerd_major": 1,
+                     "load_order": ["/etc/containerd/config.toml"], "files": [], "warnings": [],
+                     "predicted": {"runtimes": runtimes, "default_runtime_name": "runc", "cri_loads": True, "error": None,
+                                   "reason": ""},
+                     "loaded": {"cri_loaded": True, "runtimes": runtimes, "default_runtime_name": "runc", "error": None}}}
+
+
+def test_step8_blast_radius_confirmed_or_refuted_by_the_nodes_daemon():
+    # Only the blast-radius finding is read here; the fleet gate's own verdicts are tested in test_fleet.
+    def radius(views):
+        result = doctor.diagnose(load("step8"), dict(LAB_OPTS, nodes=views), NOW)
+        return [(f["severity"], f["text"]) for f in result["findings"] if f["code"] == "rollout-blast-radius"]
+    assert radius({"lab-node-0": _view(["runc"])}) == [("critical", BLAST_RADIUS[3] + "; confirmed by the node's daemon on lab-node-0")]
+    assert radius({"lab-node-0": _view(["nvidia", "runc"])}) == [
+        ("warning", BLAST_RADIUS[3] + "; refuted on lab-node-0 (its daemon still has the handler)")]
+    assert radius({}) == [("warning", BLAST_RADIUS[3])]
 
 
 def test_step8_without_the_physical_count_the_gpu_nodes_are_not_judged():
@@ -387,7 +418,8 @@ def test_selected_daemonsets_only_and_a_missing_one_is_named():
     result = doctor.diagnose(snap, dict(OPTS, daemonsets=["kube-system/other"]), NOW)
     assert lines(result) == [("warning", "rollout", "daemonset-missing",
                               "DaemonSet kube-system/other was selected but does not exist")]
-    assert [f["code"] for f in doctor.diagnose(snap, dict(OPTS, daemonsets=[ref]), NOW)["findings"]] == ["rollout-stalled"]
+    assert [f["code"] for f in doctor.diagnose(snap, dict(OPTS, daemonsets=[ref]), NOW)["findings"]] == [
+        "rollout-stalled", "rollout-blast-radius"]
 
 
 # ---------------------------------------------------------------------------------------------
