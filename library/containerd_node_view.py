@@ -61,6 +61,7 @@ attributes:
     description: The same view; the module never writes.
   diff_mode:
     support: none
+    description: Nothing is written, so there is no diff.
 notes:
   - Never writes a file and never restarts containerd.
 seealso:

@@ -208,10 +208,9 @@ def verdicts(name, view, api_node=None, pods=(), handler_of=None):
             main_keys = set((main.get("cri_keys") or {}).get(merge.CRI_ID_V2) or [])
             missing = sorted(main_keys - set(entry["cri_keys"][merge.CRI_ID_V2]))
             if missing:
-                out.append(_v("dropin-minimal-on-1x", '%s declares plugins."%s" without %s of the main file: containerd %s '
-                              "replaces the whole section with this file's" % (path, merge.CRI_ID_V2, ", ".join(missing),
-                                                                                  view["containerd_version"]),
-                              dump, file=path, line=entry.get("cri_line"), missing=missing))
+                text = ('%s declares plugins."%s" without %s of the main file: containerd %s replaces the whole section '
+                        "with this file's" % (path, merge.CRI_ID_V2, ", ".join(missing), view["containerd_version"]))
+                out.append(_v("dropin-minimal-on-1x", text, dump, file=path, line=entry.get("cri_line"), missing=missing))
             elif main_keys:
                 out.append(_v("dropin-self-sufficient", '%s carries the CRI section whole (containerd 1.x replaces the '
                               "section per file)" % path, dump, file=path, line=entry.get("cri_line")))
