@@ -6,8 +6,8 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Debian packages: containerd 1.6 (the 1.x sandbox daemon, its `config dump` checks the merge
 # predictions); strace (tests/integration/test_guards.py proves site.yml writes nothing outside its root).
 # openssh-server and sudo: node twins are reached over real SSH, and playbooks/nodes.yml becomes root
-# through sudo on them, as on a real node.
-APT_PACKAGES := containerd strace openssh-server sudo
+# through sudo on them, as on a real node. chromium: tests/integration/test_doctor_html.py renders doctor.html.
+APT_PACKAGES := containerd strace openssh-server sudo chromium
 
 .PHONY: run test test-faults setup apt venv collection-link collection sanity toolchain lint reset clean-test help
 

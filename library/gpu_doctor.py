@@ -31,13 +31,16 @@ description:
     else O(physical_gpus). The config of a node is the one its C(nvidia.com/device-plugin.config)
     label names, else O(sharing_default_key), else the only config found.
   - B(rollout) gate. Every DaemonSet (or those in O(daemonsets)) whose rollout is stalled, with the
-    blocker and its numbers.
+    blocker and its numbers, and its blast radius (the nodes where no pod of it runs any more).
   - B(containerd) gate, only with O(containerd_configs). What the files define, against what
     containerd 1.x and 2.x would load after a restart.
   - Each finding is one line with a severity (V(critical), V(warning), V(info)), its gate, and the
     one command that shows the evidence, worst first.
-  - With O(output_dir), writes C(doctor.md) and C(doctor.json) there, atomically and only when the
-    content differs. The content has no timestamp, so the same cluster state gives the same bytes.
+  - B(containerd-nodes) gate, only with O(nodes): each node's containerd as read over SSH.
+  - With O(output_dir), writes there C(doctor.md), C(doctor.json) (with C(schema_version)), C(doctor.sarif)
+    (SARIF 2.1.0), C(doctor.junit.xml), C(doctor.html) (one self-contained page) and C(doctor.txt) (the
+    terminal lines), atomically and only when the content differs. The content has no timestamp, so the
+    same cluster state gives the same bytes.
 version_added: "1.0.0"
 author: gpuop contributors (!UNKNOWN)
 options:
@@ -90,6 +93,14 @@ options:
     description: The containerd 1.x daemon's working directory (relative glob imports are matched against it).
     type: path
     default: /
+  suppressions:
+    description:
+      - Findings to report as suppressed, never dropped. Each has C(code), C(subject) (an fnmatch pattern matched
+        against the finding's subject, or against every node of a fleet group) and C(reason). A suppressed finding
+        is listed with its reason after the others and does not count toward O(fail_on).
+    type: list
+    elements: dict
+    default: []
   nodes:
     description:
       - The fleet gate C(containerd-nodes). Node name to what C(gpuop.gates.containerd_node_view) returned on that
@@ -136,12 +147,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 msg:
-  description: The human report, one line per finding after a summary line.
+  description: The human report, a summary line, then per finding a line and its evidence command on the next.
   returned: always
   type: str
   sample: "gpu doctor: 1 critical, 0 warning, 0 info\nCRITICAL rollout  DaemonSet gpu-operator/nvidia-container-toolkit rollout stalled: ..."
 lines:
-  description: The same report as a list of lines.
+  description: The same report as a list of lines (each evidence command whole, indented by two spaces after C($)).
   returned: always
   type: list
   elements: str
@@ -231,8 +242,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuop.gates.plugins.module_utils.doctor import (argument_spec, gate_failed, render_json, render_md, report_lines,
-                                                                         run)
+from ansible_collections.gpuop.gates.plugins.module_utils.doctor import argument_spec, render_md, run
+from ansible_collections.gpuop.gates.plugins.module_utils import doctor_outputs
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster
@@ -246,10 +257,16 @@ def main():
     try:
         cluster = Cluster(params["kubeconfig"], params["context"], params["request_timeout"])
         result, meta = run(cluster, params, now=time.time())
+        result = doctor_outputs.apply_suppressions(result, params["suppressions"])
         elapsed = round(time.monotonic() - started, 3)
         markdown = render_md(result, meta)
+        lines = doctor_outputs.render_terminal(result)
+        outputs = [("doctor.md", markdown), ("doctor.json", doctor_outputs.render_json_v2(result, meta)),
+                   ("doctor.sarif", doctor_outputs.render_sarif(result, meta)),
+                   ("doctor.junit.xml", doctor_outputs.render_junit(result, meta)),
+                   ("doctor.html", doctor_outputs.render_html(result, meta)), ("doctor.txt", "\n".join(lines) + "\n")]
         if params["output_dir"]:
-            for name, content in (("doctor.md", markdown), ("doctor.json", render_json(result, meta))):
+            for name, content in outputs:
                 path = os.path.join(params["output_dir"], name)
                 one_changed, diff = ensure_file(path, content, 0o644, module.check_mode)
                 changed = changed or one_changed
@@ -257,8 +274,7 @@ def main():
                 files.append(path)
     except GpuopError as exc:
         module.fail_json(msg=exc.msg)
-    lines = report_lines(result)
-    failed = gate_failed(result, params["fail_on"])
+    failed = doctor_outputs.failing(result, params["fail_on"])
     out = dict(changed=changed, lines=lines, findings=result["findings"], summary=result["summary"],
                gates=result["gates"], failed_gate=failed, server_version=result["server_version"],
                counts=result["counts"], api_calls=meta["api_calls"], elapsed=elapsed, report=markdown, files=files)

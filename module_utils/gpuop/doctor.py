@@ -117,6 +117,8 @@ def argument_spec():
         "containerd_daemon_cwd": {"type": "path", "default": "/"},
         # The fleet gate: node name -> its containerd_node_view result (view), or {"error": why}. None: not judged.
         "nodes": {"type": "dict"},
+        # Findings reported as suppressed, never dropped: each {code, subject (fnmatch pattern), reason}.
+        "suppressions": {"type": "list", "elements": "dict", "default": []},
     })
     return spec
 

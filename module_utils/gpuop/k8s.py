@@ -46,6 +46,8 @@ K8S_ARG_SPEC = {
 
 MANAGED_BY_KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 POLL_INTERVAL = 0.2
+# Items per LIST page (limit / continue): a 1,000-node cluster answers in two pages.
+PAGE_SIZE = 500
 
 
 class NotFound(GpuopError):
@@ -172,13 +174,24 @@ class Cluster(object):
         except NotFound:
             return None
 
-    def list(self, path, label_selector=None, field_selector=None):
+    def list(self, path, label_selector=None, field_selector=None, limit=PAGE_SIZE):
+        """Every item of a LIST, read in pages of ``limit`` (``continue`` tokens), so that a big cluster is never
+        asked for everything in one answer. An expired token (410) fails with the server's message."""
         query = {}
         if label_selector:
             query["labelSelector"] = label_selector
         if field_selector:
             query["fieldSelector"] = field_selector
-        return self.get(path, query=query).get("items", [])
+        if limit:
+            query["limit"] = str(limit)
+        items = []
+        while True:
+            answer = self.get(path, query=query)
+            items.extend(answer.get("items", []))
+            token = (answer.get("metadata") or {}).get("continue") if limit else None
+            if not token:
+                return items
+            query = dict(query, **{"continue": token})
 
     def patch(self, path, body, patch_type="merge", dry_run=False):
         types = {

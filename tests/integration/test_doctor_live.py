@@ -174,9 +174,11 @@ def test_reports_written_once_check_mode_writes_nothing_and_fail_on(doctor, tmp_
     assert dry["changed"] is True and not out.exists()
     first = doctor(output_dir=str(out))
     assert first["changed"] is True
-    assert sorted(os.listdir(out)) == ["doctor.json", "doctor.md"]
+    assert sorted(os.listdir(out)) == ["doctor.html", "doctor.json", "doctor.junit.xml", "doctor.md", "doctor.sarif", "doctor.txt"]
     written = json.loads((out / "doctor.json").read_text())
-    assert written["findings"] == first["findings"] and written["api_calls"] == CALLS
+    assert written["findings"] == first["findings"] and written["api_calls"] == CALLS and written["schema_version"] == 2
+    assert json.loads((out / "doctor.sarif").read_text())["version"] == "2.1.0"
+    assert (out / "doctor.txt").read_text().splitlines() == first["lines"]
     again = doctor(output_dir=str(out))
     assert again["changed"] is False, "same cluster state, same bytes"
     assert doctor(_check=True, output_dir=str(out))["changed"] is False
@@ -195,6 +197,13 @@ def test_reports_written_once_check_mode_writes_nothing_and_fail_on(doctor, tmp_
         namespace, SUFFIX) in gated["msg"]
     assert "wants-fpga" in (out / "doctor.md").read_text(), "the reports are written before the task fails"
     assert doctor(output_dir=str(out), fail_on="none").get("failed") is not True
+    # Suppressed, it is still reported (with its reason) and no longer fails the gate.
+    muted = doctor(output_dir=str(out), fail_on="critical", suppressions=[
+        {"code": "pod-insufficient-resource", "subject": "pod/%s/wants-fpga" % namespace, "reason": "FPGA nodes come tomorrow"}])
+    mine = [f for f in muted["findings"] if "wants-fpga" in f["text"]]
+    assert len(mine) == 1 and mine[0]["suppressed"]["reason"] == "FPGA nodes come tomorrow", mine
+    others = [f for f in muted["findings"] if f["severity"] == "critical" and not f.get("suppressed")]
+    assert bool(muted.get("failed")) == bool(others), (muted.get("msg"), others)
 
 
 def test_bad_input_is_one_clear_failure(doctor, tmp_path):
@@ -220,3 +229,33 @@ def test_playbook_check_mode_changes_nothing(lab_kubeconfig, k8s, tmp_path):
     assert recap and " changed=0 " in recap[-1] and " failed=0 " in recap[-1], recap
     assert resource_versions(k8s) == before
     assert {name: (tmp_path / "out" / name).read_bytes() for name in files} == files
+
+
+def test_the_cli_exit_codes_tell_findings_from_could_not_run(lab_kubeconfig, cluster, namespace, tmp_path):
+    tool = os.path.join(ROOT, "tools", "gpuop-doctor")
+
+    def run(*args):
+        proc = subprocess.run([tool] + list(args) + ["-e", "gpuop_root=%s" % tmp_path], cwd=str(tmp_path),
+                              env=ansible_env(), capture_output=True, text=True, check=False, timeout=600)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    # A kubeconfig whose server does not answer: no verdict, exit 1.
+    with open(lab_kubeconfig) as handle:
+        text = handle.read()
+    broken = tmp_path / "unreachable.kubeconfig"
+    broken.write_text("\n".join("    server: https://127.0.0.1:9" if line.strip().startswith("server:") else line
+                                for line in text.splitlines()) + "\n")
+    code, said = run("--output-dir", str(tmp_path / "a"), "-e", "gpuop_kubeconfig=%s" % broken)
+    assert code == 1 and "could not run" in said, said[-2000:]
+    # A critical finding (a pod Pending on an extended resource nobody advertises): exit 2; fail_on none: 0.
+    cluster.request("POST", "/api/v1/namespaces/%s/pods" % namespace, body={
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "wants-asic"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"example.com/asic-%s" % SUFFIX: "1"}}}]}})
+    wait_for(lambda: cluster.get("/api/v1/namespaces/%s/pods/wants-asic" % namespace),
+             lambda p: any(c.get("reason") == "Unschedulable" for c in p.get("status", {}).get("conditions") or []),
+             30, "the scheduler's verdict on wants-asic")
+    code, said = run("--fail-on", "critical", "--output-dir", str(tmp_path / "b"), "-e", "gpuop_kubeconfig=%s" % lab_kubeconfig)
+    assert code == 2 and "exit 2" in said, said[-2000:]
+    assert "wants-asic" in (tmp_path / "b" / "doctor.txt").read_text()
+    code, said = run("--fail-on", "none", "--output-dir", str(tmp_path / "c"), "-e", "gpuop_kubeconfig=%s" % lab_kubeconfig)
+    assert code == 0, said[-2000:]
