@@ -36,7 +36,7 @@ description:
     containerd 1.x and 2.x would load after a restart.
   - Each finding is one line with a severity (V(critical), V(warning), V(info)), its gate, and the
     one command that shows the evidence, worst first.
-  - B(containerd-nodes) gate, only with O(nodes): each node's containerd as read over SSH.
+  - B(containerd-nodes) gate, only with O(nodes). Each node's containerd as read over SSH.
   - With O(output_dir), writes there C(doctor.md), C(doctor.json) (with C(schema_version)), C(doctor.sarif)
     (SARIF 2.1.0), C(doctor.junit.xml), C(doctor.html) (one self-contained page) and C(doctor.txt) (the
     terminal lines), atomically and only when the content differs. The content has no timestamp, so the
