@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.gpuop.gates.plugins.module_utils import rollout
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "rollout")
 GiB = 2 ** 30
@@ -391,3 +392,42 @@ def test_min_ready_seconds_needs_a_clock_reading():
     assert analyse(state, now=soon)["phase"] == "progressing"
     assert analyse(state, now=soon + 3600)["phase"] == "complete"
     assert analyse(state)["phase"] == "complete"
+
+
+# ---------------------------------------------------------------------------------------------
+# The wait is gentle with a big DaemonSet: its pods are listed again only when its status changes or
+# the last list is older than pod_list_interval(desired).
+
+@pytest.mark.parametrize("desired, interval", [(0, 0.2), (3, 0.2), (100, 0.2), (500, 1.0), (1000, 2.0), (50000, 2.0)])
+def test_pod_list_interval_grows_with_the_daemonset(desired, interval):
+    assert rollout.pod_list_interval(desired) == pytest.approx(interval)
+
+
+class _StillCluster(object):
+    """A DaemonSet whose status never changes (a rollout still progressing), counting the calls."""
+
+    def __init__(self, desired):
+        self.desired, self.gets, self.lists = desired, 0, 0
+
+    def get(self, path):
+        self.gets += 1
+        return {"metadata": {"name": "ds", "namespace": "ns", "generation": 2, "uid": "u"},
+                "spec": {"selector": {"matchLabels": {"app": "ds"}}},
+                "status": {"desiredNumberScheduled": self.desired, "currentNumberScheduled": self.desired,
+                           "updatedNumberScheduled": 0, "numberReady": 0, "observedGeneration": 2}}
+
+    def list(self, path, label_selector=None):
+        self.lists += 1
+        return []
+
+
+@pytest.mark.parametrize("desired, most_lists", [(3, 99), (1000, 1)])
+def test_the_wait_lists_a_big_daemonsets_pods_less_often(desired, most_lists):
+    cluster = _StillCluster(desired)
+    with pytest.raises(GpuopError, match="timed out"):
+        rollout.observe(cluster, "ns", "ds", wait_for="complete", timeout=1.0)
+    assert cluster.gets >= 4  # the DaemonSet itself is looked at every 0.2 s
+    if most_lists == 1:
+        assert cluster.lists == 1, cluster.lists
+    else:
+        assert cluster.lists == cluster.gets, (cluster.lists, cluster.gets)
