@@ -182,9 +182,9 @@ def verdicts(name, view, api_node=None, pods=(), handler_of=None):
             needed.setdefault(handler, []).append("%s/%s" % (meta.get("namespace"), meta.get("name")))
     for handler in sorted(needed):
         if loaded is not None and handler not in loaded_names:
-            out.append(_v("handler-not-loaded", "pods %s need handler %s, which the daemon has not loaded"
-                          % (", ".join(sorted(needed[handler])[:5]), handler), crictl,
-                          handler=handler, pods=sorted(needed[handler])))
+            # The pods are in the details, not the text: nodes with the same verdict make one line at any scale.
+            out.append(_v("handler-not-loaded", "pods on the node need handler %s (their RuntimeClass), which the "
+                          "daemon has not loaded" % handler, crictl, handler=handler, pods=sorted(needed[handler])))
     for entry in view["files"]:
         path = entry["path"]
         if path == view["config"]:
@@ -223,8 +223,12 @@ def group(per_node):
     groups = {}
     for node in sorted(per_node):
         for item in per_node[node]:
-            key = (item["verdict"], item["text"].replace(node, "<node>"), item["command"].replace(node, "<node>"))
-            entry = groups.setdefault(key, dict(item, nodes=[]))
+            # A node's own name (as a whole word: an ssh error, an ansible command) stands as <node> in the key.
+            word = re.compile(r"(?<![\w.-])%s(?![\w.-])" % re.escape(node))
+            key = (item["verdict"], word.sub("<node>", item["text"]), word.sub("<node>", item["command"]))
+            entry = groups.setdefault(key, dict(item, text=key[1], command=key[2], nodes=[], details=dict(item["details"])))
             entry["nodes"].append(node)
+            if entry["details"] is not item["details"] and "pods" in item["details"]:
+                entry["details"]["pods"] = sorted(set(entry["details"].get("pods", [])) | set(item["details"]["pods"]))
     rank = {"critical": 0, "warning": 1, "info": 2}
     return sorted(groups.values(), key=lambda g: (rank[g["severity"]], g["verdict"], g["text"], g["nodes"]))
