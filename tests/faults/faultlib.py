@@ -28,10 +28,13 @@ BANNER_RE = re.compile(r"^TASK \[(?:gpuop\.gates\.)?(.*?)\] \*+\s*$")
 STATUS_RE = re.compile(r"^(ok|changed|skipping|fatal|failed|included)\b")
 RECAP_RE = re.compile(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
 TEMP_RE = re.compile(r"(^\..*\.tmp$)|(^\.ansible_tmp)")
-# Waits of the project: the module that waits, and what to look for in its process's command line.
-# kwok_cluster runs `kwokctl create cluster --wait` (the needle: its command line) before its nodes' wait.
-WAIT_MODULES = {"pod_wait": "AnsiballZ_pod_wait.py", "daemonset_rollout": "AnsiballZ_daemonset_rollout.py",
-                "kwok_nodes": "AnsiballZ_kwok_nodes.py", "kwok_cluster": "kwokctl create"}
+# Waits of the project: the module that waits, and what to look for in the command line of the process
+# that holds the wait. The wait modules run in-process on the controller (plugins/action): the wait is
+# held by an Ansible worker, a fork of ansible-playbook below the run's first process (WORKER; the first
+# process itself never talks to the cluster). kwok_cluster runs `kwokctl create cluster --wait` (the
+# needle: its command line) before its nodes' wait.
+WORKER = "ansible-playbook"
+WAIT_MODULES = {"pod_wait": WORKER, "daemonset_rollout": WORKER, "kwok_nodes": WORKER, "kwok_cluster": "kwokctl create"}
 # Cluster creation is not safe to run twice at the same moment (kwokctl picks free ports by probing).
 CLUSTER_LOCK = threading.Lock()
 
@@ -78,6 +81,17 @@ def descendants(pid):
         one = todo.pop()
         out.append(one)
         todo.extend(children.get(one, []))
+    return out
+
+
+def holders(run_pid, needle):
+    """Pids below the run whose command line holds ``needle``: a worker (not the run itself) for WORKER."""
+    out = []
+    for pid in descendants(run_pid):
+        line = cmdline(pid)
+        if needle not in line or "/bin/sh" in line or (needle == WORKER and pid == run_pid):
+            continue
+        out.append(pid)
     return out
 
 

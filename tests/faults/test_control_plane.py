@@ -50,9 +50,8 @@ def _wait_module_connected(one, title, needle, cluster, settle=1.0):
     port = faultlib.apiserver_port(cluster)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        for pid in faultlib.descendants(one.proc.pid):
-            line = faultlib.cmdline(pid)
-            if needle in line and "/bin/sh" not in line and faultlib.established_to(pid, port):
+        for pid in faultlib.holders(one.proc.pid, needle):
+            if faultlib.established_to(pid, port):
                 time.sleep(settle)  # a few polls of 0.2 s: the wait has seen the state
                 return pid
         assert one.proc.poll() is None, "the run ended before its wait connected:\n%s" % one.tail(40)
@@ -168,7 +167,7 @@ def test_apiserver_stopped_while_the_pod_wait_waits(fault_base, reference):
     def inject(one, cluster):
         assert one.wait_banner("node_advertisement : Check the nodes, the resource, the pod to wait for and the cluster"), one.tail(60)
         faultlib.stop_component(cluster, "kwok-controller")  # the pod can no longer run: the wait waits
-        _wait_module_connected(one, "node_advertisement : Wait until the pod runs", "AnsiballZ_pod_wait.py", cluster)
+        _wait_module_connected(one, "node_advertisement : Wait until the pod runs", faultlib.WORKER, cluster)
         faultlib.stop_component(cluster, "kube-apiserver")
         return time.monotonic()
 
@@ -187,7 +186,7 @@ def test_etcd_stopped_while_the_rollout_waits(fault_base, reference):
         assert one.wait_banner("toolkit_rollout : Check the update, its requests, the tolerations and the cluster"), one.tail(60)
         faultlib.stop_component(cluster, "kwok-controller")
         _wait_module_connected(one, "toolkit_rollout : Wait until every pod of the first version is Ready",
-                               "AnsiballZ_daemonset_rollout.py", cluster)
+                               faultlib.WORKER, cluster)
         faultlib.stop_component(cluster, "etcd")
         return time.monotonic()
 

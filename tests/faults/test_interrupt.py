@@ -49,7 +49,7 @@ def kill_points(reference):
         if not ran:
             continue
         point = {"id": "inside wait %s" % title, "title": title, "occurrence": 1, "needle": needle, "hold": None}
-        if needle.startswith("AnsiballZ_"):
+        if needle == faultlib.WORKER:
             # Most waits are met at their first look on an idle cluster. To kill *inside* one, the components
             # that would meet it (scheduler, kwok) are frozen (SIGSTOP) from the task before it that ran, so
             # the wait is polling when the run is killed; they are thawed (SIGCONT) right after the kill.
@@ -102,10 +102,7 @@ def _trigger(one, point, cluster):
                 and one.banners[-1][0] != point["title"]
         if moved_on or one.proc.poll() is not None:
             return False
-        for pid in faultlib.descendants(one.proc.pid):
-            line = faultlib.cmdline(pid)
-            if point["needle"] not in line or "/bin/sh" in line:
-                continue
+        for pid in faultlib.holders(one.proc.pid, point["needle"]):
             if point["needle"].startswith("kwokctl"):
                 if os.path.exists(pids_file):
                     return True
