@@ -16,9 +16,11 @@ part() {  # part "<title>" command...: run one part, print and keep how long it 
   local title=$1 t0=$SECONDS
   shift
   echo "== $title"
-  "$@"
-  times+=("$(printf '%5d s  %s' $(( SECONDS - t0 )) "$title")")
+  local rc=0
+  "$@" || rc=$?
+  times+=("$(printf '%5d s  %s%s' $(( SECONDS - t0 )) "$title" "$( (( rc == 0 )) || echo " FAILED (exit $rc)")")")
   echo "== $title: $(( SECONDS - t0 )) s"
+  return $rc
 }
 
 teardown() {

@@ -152,7 +152,7 @@ class InProcessModuleAction(NormalAction):
         stdout, stderr = io.StringIO(), io.StringIO()
         saved = sys.stdout, sys.stderr
         rc = 0
-        crash = None
+        crash = crash_trace = None
         try:
             sys.stdout, sys.stderr = stdout, stderr
             self.MODULE.main()

@@ -167,3 +167,22 @@ def test_the_merge_prediction_runs_on_each_twins_python_over_ssh(twins):
             assert result["predicted"][version]["runtimes"] == ["runc"], result["predicted"]
             assert result["predicted"][version]["cri_loads"] is True, result["predicted"]
         assert result["predicted"]["containerd_1"]["runtime_details"]["runc"]["runtime_type"] == "io.containerd.runc.v2"
+
+
+def test_a_cluster_module_on_a_host_reached_over_ssh_runs_as_a_module(twins, lab_kubeconfig):
+    # The action plugin of k8s_apply runs the module in Ansible's worker only on the controller. Reached over
+    # SSH it sends the module to the host (AnsiballZ) as before. A node has no kubernetes package, so the
+    # twin runs it with this checkout's venv Python (the host's /work and /tmp are visible in a twin).
+    venv_python = os.path.join(ROOT, ".venv", "bin", "python")
+    proc = subprocess.run(
+        [ANSIBLE, "-i", twins["extra"]["node_twins_inventory"], "twin-py310", "-vvv", "-e", "ansible_python_interpreter=%s" % venv_python,
+         "-m", "gpuop.gates.k8s_apply",
+         "-a", json.dumps({"kubeconfig": lab_kubeconfig, "read": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]})],
+        cwd=ROOT, env=ansible_env({"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.oneline"}), capture_output=True, text=True, check=False,
+        timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "gpuop.gates.k8s_apply: runs as a module (connection ssh)" in proc.stdout
+    assert "AnsiballZ_k8s_apply.py" in proc.stdout and "SSH: EXEC ssh" in proc.stdout
+    [line] = [one for one in proc.stdout.splitlines() if one.startswith("twin-py310 | SUCCESS => ")]
+    result = json.loads(line.split(" => ", 1)[1])
+    assert result["read"][0]["kind"] == "Namespace" and result["read"][0]["metadata"]["name"] == "default", result
