@@ -178,11 +178,14 @@ def test_a_cluster_module_on_a_host_reached_over_ssh_runs_as_a_module(twins, lab
         [ANSIBLE, "-i", twins["extra"]["node_twins_inventory"], "twin-py310", "-vvv", "-e", "ansible_python_interpreter=%s" % venv_python,
          "-m", "gpuop.gates.k8s_apply",
          "-a", json.dumps({"kubeconfig": lab_kubeconfig, "read": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]})],
-        cwd=ROOT, env=ansible_env({"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.oneline"}), capture_output=True, text=True, check=False,
+        cwd=ROOT, env=ansible_env({"ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false"}), capture_output=True, text=True, check=False,
         timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "gpuop.gates.k8s_apply: runs as a module (connection ssh)" in proc.stdout
     assert "AnsiballZ_k8s_apply.py" in proc.stdout and "SSH: EXEC ssh" in proc.stdout
-    [line] = [one for one in proc.stdout.splitlines() if one.startswith("twin-py310 | SUCCESS => ")]
-    result = json.loads(line.split(" => ", 1)[1])
+    head = "twin-py310 | SUCCESS => "
+    assert proc.stdout.count(head) == 1, proc.stdout[-3000:]
+    rest = proc.stdout[proc.stdout.index(head) + len(head):]
+    assert rest.startswith("{"), rest[:2000]
+    result, _end = json.JSONDecoder().raw_decode(rest)
     assert result["read"][0]["kind"] == "Namespace" and result["read"][0]["metadata"]["name"] == "default", result
