@@ -26,7 +26,7 @@ test: setup
 # The fault suite (~35 min): kills at every step boundary and wait, control-plane faults, bad input.
 # CI (.ci/run) runs it after make test when it fits in CI's time. docs/reliability.md
 test-faults: setup
-	pytest -q tests/faults
+	pytest -q --durations=0 tests/faults
 
 setup: apt venv collection-link
 
