@@ -23,8 +23,8 @@ run: setup
 test: setup
 	bash tests/run-all.sh
 
-# The fault suite (~35 min): kills at every step boundary and wait, control-plane faults, bad input.
-# CI (.ci/run) runs it after make test when it fits in CI's time. docs/reliability.md
+# The fault suite (~23 min): kills at every step boundary and wait, control-plane faults, GPU nodes that fail
+# mid-rollout, bad input. CI (.ci/run) runs it after make test, every time. docs/reliability.md
 test-faults: setup
 	pytest -q --durations=0 tests/faults
 

@@ -15,12 +15,21 @@ What kwokctl does not say by its exit code, learnt on this machine:
   picks new ports); a second failure names the components' own error lines.
 - A cluster gpuop did not create (no marker ``.gpuop-cluster-<name>`` beside the kubeconfig) is never
   stopped, deleted or recreated: the failure names the reset command.
+- ``kwokctl create`` picks its components' ports by probing for free ones, and they bind them only when they
+  start: two clusters created at the same moment on one machine can pick the same port. The one whose kwok
+  controller lost never makes its nodes Ready (seen here: a molecule scenario created beside a test's
+  cluster, its nodes not Ready after 180 s). So creating or starting a cluster holds an exclusive lock,
+  ``<kwok home>/gpuop-create.lock`` (flock: released when the process ends, however it ends), waited for at
+  most ``lock_timeout(wait_timeout)`` seconds.
 """
 
+import contextlib
+import fcntl
 import glob
 import json
 import os
 import re
+import time
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file, read_text
@@ -64,6 +73,40 @@ def after_create(answers, attempt):
     if answers:
         return "ok"
     return "retry" if attempt == 1 else "fail"
+
+
+# ------------------------------------------------------------------------------------ the lock
+
+LOCK_NAME = "gpuop-create.lock"
+LOCK_POLL = 0.2
+
+
+def lock_timeout(wait_timeout):
+    """How long to wait for another run's creation: two attempts of kwokctl's own wait each, and a minute."""
+    return 2 * wait_timeout + 60
+
+
+@contextlib.contextmanager
+def creation_lock(home, timeout, clock=time.monotonic, sleep=time.sleep):
+    """Hold ``<home>/gpuop-create.lock`` exclusively while kwokctl creates or starts a cluster."""
+    if not os.path.isdir(home):
+        os.makedirs(home, 0o755)
+    path = os.path.join(home, LOCK_NAME)
+    with open(path, "a") as handle:
+        deadline = clock() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except (BlockingIOError, PermissionError):
+                if clock() >= deadline:
+                    raise GpuopError("another run has been creating or starting a kwok cluster for %ds (it holds %s); "
+                                     "try again when it is done" % (timeout, path))
+                sleep(LOCK_POLL)
+        try:
+            yield path
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ------------------------------------------------------------------------------------ paths
@@ -167,6 +210,16 @@ def ensure(params, run, check_mode=False):
         if step == "keep":
             changed = _kubeconfig(params, where, True)[0]
         return {"changed": changed, "action": action, "steps": steps, "kubeconfig": params["kubeconfig"]}
+    if step == "keep":
+        return _result(params, where, steps, action)
+    with creation_lock(where["home"], lock_timeout(params["wait_timeout"])):
+        action = _start_or_create(params, where, steps, step, owned, kwokctl, answers)
+    return _result(params, where, steps, action)
+
+
+def _start_or_create(params, where, steps, step, owned, kwokctl, answers):
+    """kwokctl start (or stop, start, and recreate our own) or create; the action taken."""
+    action = "kept"
     if step == "start":
         kwokctl("stop", "cluster", "--name", params["name"])  # what runs of a half-started cluster
         rc, s_out, s_err = kwokctl("start", "cluster", "--name", params["name"], "--wait", "%ds" % params["wait_timeout"])
@@ -207,6 +260,10 @@ def ensure(params, run, check_mode=False):
                    " | ".join(first_errors) or "no error line in the logs",
                    " | ".join(log_errors(where["logs"])) or "no error line in the logs", where["state"]))
         action = "recreated" if "delete" in " ".join(steps) else "created"
+    return action
+
+
+def _result(params, where, steps, action):
     changed_kubeconfig, _diff = _kubeconfig(params, where, False)
     return {"changed": action != "kept" or changed_kubeconfig, "action": action, "steps": steps,
             "kubeconfig": params["kubeconfig"]}
@@ -221,5 +278,6 @@ def _kubeconfig(params, where, check_mode):
     return ensure_file(params["kubeconfig"], content, 0o600, check_mode)
 
 
-__all__ = ["ARG_SPEC", "BINARIES", "after_create", "after_start", "create_argv", "ensure", "first_step", "log_errors",
+__all__ = ["ARG_SPEC", "BINARIES", "LOCK_NAME", "after_create", "after_start", "create_argv", "creation_lock", "ensure",
+           "first_step", "lock_timeout", "log_errors",
            "paths", "readyz_argv", "validate"]

@@ -30,6 +30,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from ansible_collections.gpuop.gates.plugins.module_utils.kwok_cluster import creation_lock
 from gpuop_testlib import ROOT, ansible_env, run_module
 
 HOME = os.path.expanduser("~")
@@ -316,11 +317,13 @@ def test_reset_deletes_only_what_gpuop_created(guard_run):
     foreign = "guard-foreign"
     env = dict(os.environ, PATH=_bin_dir() + os.pathsep + os.environ["PATH"])
     subprocess.run([kwokctl, "delete", "cluster", "--name", foreign], env=env, capture_output=True, check=False)
-    made = subprocess.run([kwokctl, "create", "cluster", "--name", foreign, "--runtime", "binary", "--kubeconfig", "",
-                           "--wait", "120s"] + ["--%s-binary=%s/%s" % (flag, _bin_dir(), binary) for flag, binary in (
-                               ("etcd", "etcd"), ("kube-apiserver", "kube-apiserver"),
-                               ("kube-controller-manager", "kube-controller-manager"), ("kube-scheduler", "kube-scheduler"),
-                               ("kwok-controller", "kwok"))], env=env, capture_output=True, text=True, check=False)
+    # Under gpuop's machine-wide creation lock, as kwok_cluster creates: a molecule scenario may create beside it.
+    with creation_lock(os.path.dirname(KWOK_HOME), 300):
+        made = subprocess.run([kwokctl, "create", "cluster", "--name", foreign, "--runtime", "binary", "--kubeconfig", "",
+                               "--wait", "120s"] + ["--%s-binary=%s/%s" % (flag, _bin_dir(), binary) for flag, binary in (
+                                   ("etcd", "etcd"), ("kube-apiserver", "kube-apiserver"),
+                                   ("kube-controller-manager", "kube-controller-manager"), ("kube-scheduler", "kube-scheduler"),
+                                   ("kwok-controller", "kwok"))], env=env, capture_output=True, text=True, check=False)
     try:
         assert made.returncode == 0, made.stderr[-2000:]
         reset = subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "playbooks/reset.yml",

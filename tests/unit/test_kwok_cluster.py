@@ -175,3 +175,71 @@ def test_missing_binaries_are_named(tmp_path):
     (tmp_path / "bin" / "kwokctl").unlink()
     with pytest.raises(kc.GpuopError, match="lacks kwokctl"):
         kc.ensure(params, FakeKwokctl({}))
+
+
+def _held_elsewhere(path):
+    """True when another open file description holds the lock (what a second run would meet)."""
+    import fcntl
+
+    with open(path, "a") as other:
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(other, fcntl.LOCK_UN)
+        return False
+
+
+@pytest.mark.parametrize("listed,readyz,calls", [
+    # a new cluster: kwokctl create and the look at what it made run under the lock
+    (False, [(0, "ok", "")], [("get clusters", False), ("create cluster", True), ("readyz", True)]),
+    # a silent one: stop, start and the look after them run under the lock
+    (True, [(1, "", "refused"), (0, "ok", "")],
+     [("get clusters", False), ("readyz", False), ("stop cluster", True), ("start cluster", True), ("readyz", True)]),
+    # an answering one: no lock taken at all
+    (True, [(0, "ok", "")], [("get clusters", False), ("readyz", False)]),
+])
+def test_kwokctl_creates_and_starts_under_the_machine_wide_lock(tmp_path, listed, readyz, calls):
+    params = _params(tmp_path)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".gpuop-cluster-lab").write_text("lab\n")
+    lock = tmp_path / "kwok" / kc.LOCK_NAME
+    seen = []
+    script = FakeKwokctl({"get clusters": [(0, "lab\n" if listed else "", "")], "create cluster": [(0, "", "")],
+                          "stop cluster": [(0, "", "")], "start cluster": [(0, "", "")], "readyz": list(readyz)})
+
+    def run(argv):
+        answer = script(argv)
+        seen.append((script.calls[-1], lock.exists() and _held_elsewhere(str(lock))))
+        return answer
+
+    kc.ensure(params, run)
+    assert seen == calls
+    assert lock.exists() == any(held for _verb, held in calls)
+    assert not (lock.exists() and _held_elsewhere(str(lock)))  # released at the end
+
+
+def test_a_lock_held_by_another_run_is_waited_for_then_named(tmp_path):
+    import fcntl
+
+    home = tmp_path / "kwok"
+    home.mkdir()
+    now = [0.0]
+    naps = []
+
+    def sleep(seconds):
+        naps.append(seconds)
+        now[0] += seconds
+
+    with open(str(home / kc.LOCK_NAME), "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        with pytest.raises(kc.GpuopError) as failure:
+            with kc.creation_lock(str(home), 2, clock=lambda: now[0], sleep=sleep):
+                raise AssertionError("the lock was taken while another run held it")
+    assert failure.value.msg == ("another run has been creating or starting a kwok cluster for 2s (it holds %s); "
+                                 "try again when it is done" % (home / kc.LOCK_NAME))
+    assert naps and set(naps) == {kc.LOCK_POLL} and 2 <= now[0] <= 2 + kc.LOCK_POLL
+    # Free again: taken at once.
+    with kc.creation_lock(str(home), 2, clock=lambda: now[0], sleep=sleep) as path:
+        assert path == str(home / kc.LOCK_NAME) and _held_elsewhere(path)
+    assert kc.lock_timeout(60) == 180
