@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Everything `make test` runs: a test cluster of its own, pytest against it, every molecule scenario.
+# Everything `make test` runs: ansible-lint, ansible-test sanity, a test cluster of its own, pytest against it,
+# every molecule scenario.
 #
-# pytest and the molecule scenarios run side by side: two streams, one per core. They share nothing: every
-# scenario has its own gpuop_root and its own cluster (gpuop-molecule-<scenario>), pytest has the test cluster
-# and the clusters and twins of its own tests (kwok_cluster creates a cluster again on new ports when two
-# creations picked the same one). The scenarios run one after another in their stream, each into a log that is
-# printed whole when the stream ends. GPUOP_TEST_SERIAL=1 runs everything one after another instead.
-# The test cluster is deleted at the end, also on failure. Each part's time is printed as it ends, and all of
-# them again at the end (also on failure).
+# Two streams side by side, one per core: pytest (on the test cluster) in one; ansible-lint, sanity and the
+# molecule scenarios, one after another, in the other. They share nothing: every scenario has its own
+# gpuop_root and cluster (gpuop-molecule-<scenario>), pytest the test cluster and its tests' own clusters and
+# twins; kwok_cluster creates clusters one at a time machine-wide (its lock), and each collection build stages
+# in a folder of its own. The second stream's parts each write a log, printed whole when pytest is done.
+# GPUOP_TEST_SERIAL=1 runs everything one after another instead.
+# The test cluster is deleted at the end, also on failure. Each part's time is printed, and all of them again
+# at the end (also on failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +21,7 @@ logs=$(mktemp -d /tmp/gpuop-make-test.XXXXXX)
 
 start=$SECONDS
 times=()
-molecule_pid=""
+side_pid=""
 part() {  # part "<title>" command...: run one part, print and keep how long it took
   local title=$1 t0=$SECONDS
   shift
@@ -31,32 +33,39 @@ part() {  # part "<title>" command...: run one part, print and keep how long it 
   return $rc
 }
 
-molecule_stream() {  # every scenario, one after another; "<seconds> <scenario> <exit>" per line in $logs/molecule.times
-  local scenario t0 rc
+side_stream() {  # lint, sanity, every scenario, one after another; "<seconds> <exit> <title>" per line in $logs/side.times
+  local scenario
+  side_part "ansible-lint --profile production (offline)" ansible-lint --profile production
+  side_part "ansible-test sanity of the built collection (tools/sanity.sh)" bash tools/sanity.sh
   for scenario in $(ls molecule); do
-    t0=$SECONDS
-    rc=0
-    molecule test -s "$scenario" > "$logs/molecule-$scenario.log" 2>&1 || rc=$?
-    echo "$(( SECONDS - t0 )) $scenario $rc" >> "$logs/molecule.times"
+    side_part "molecule test -s $scenario" molecule test -s "$scenario"
   done
 }
 
-molecule_report() {  # print each scenario's log and time; fail if one failed
-  local failed=0 took scenario rc
-  while read -r took scenario rc; do
-    echo "== molecule test -s $scenario (exit $rc, $took s)"
-    cat "$logs/molecule-$scenario.log"
-    times+=("$(printf '%5d s  %s%s' "$took" "molecule test -s $scenario" "$( (( rc == 0 )) || echo " FAILED (exit $rc)")")")
+side_part() {
+  local title=$1 t0=$SECONDS rc=0
+  shift
+  "$@" > "$logs/side-$(( $(wc -l < "$logs/side.times") + 1 )).log" 2>&1 || rc=$?
+  echo "$(( SECONDS - t0 )) $rc $title" >> "$logs/side.times"
+}
+
+side_report() {  # print each part's log and time; fail if one failed
+  local failed=0 n=0 took rc title
+  while read -r took rc title; do
+    n=$(( n + 1 ))
+    echo "== $title (exit $rc, $took s)"
+    cat "$logs/side-$n.log"
+    times+=("$(printf '%5d s  %s%s' "$took" "$title" "$( (( rc == 0 )) || echo " FAILED (exit $rc)")")")
     (( rc == 0 )) || failed=1
-  done < "$logs/molecule.times"
+  done < "$logs/side.times"
   return $failed
 }
 
 teardown() {
   local rc=$?
-  if [ -n "$molecule_pid" ] && kill -0 "$molecule_pid" 2>/dev/null; then
-    echo "== waiting for the molecule scenarios to end (each destroys its own cluster)"
-    wait "$molecule_pid" || true
+  if [ -n "$side_pid" ] && kill -0 "$side_pid" 2>/dev/null; then
+    echo "== waiting for the second stream to end (each molecule scenario destroys its own cluster)"
+    wait "$side_pid" || true
   fi
   echo "== tearing down the test cluster $GPUOP_TEST_CLUSTER"
   ansible-playbook playbooks/reset.yml "${vars[@]}" >/dev/null || echo "reset of $GPUOP_TEST_CLUSTER failed" >&2
@@ -67,27 +76,28 @@ teardown() {
 }
 trap teardown EXIT
 
-part "ansible-lint --profile production (offline)" ansible-lint --profile production
-part "ansible-test sanity of the built collection (tools/sanity.sh)" bash tools/sanity.sh
-part "toolchain and test cluster ($GPUOP_TEST_CLUSTER under $GPUOP_TEST_ROOT)" \
-  ansible-playbook playbooks/cluster.yml "${vars[@]}"
-
+touch "$logs/side.times"
 # The fault suite (tests/faults) runs with `make test-faults`, and in CI after this (.ci/run): docs/reliability.md.
 # tests/collection builds the artifact and uses it installed elsewhere, on a kwok cluster of its own.
 if [ "${GPUOP_TEST_SERIAL:-0}" = 1 ]; then
+  side_stream
+  side_report
+  part "toolchain and test cluster ($GPUOP_TEST_CLUSTER under $GPUOP_TEST_ROOT)" \
+    ansible-playbook playbooks/cluster.yml "${vars[@]}"
   part "pytest" pytest -q --durations=15 tests --ignore=tests/faults
-  part "molecule test (every scenario)" molecule_stream
-  molecule_report
 else
-  echo "== molecule test, every scenario, beside pytest (their logs follow pytest's)"
-  molecule_stream &
-  molecule_pid=$!
-  t0=$SECONDS
+  echo "== ansible-lint, sanity and every molecule scenario beside the test cluster and pytest (their logs follow pytest's)"
+  side_stream &
+  side_pid=$!
   rc=0
-  part "pytest" pytest -q --durations=15 tests --ignore=tests/faults || rc=$?
-  wait "$molecule_pid" || true
-  molecule_pid=""
-  echo "== pytest and the molecule scenarios side by side took $(( SECONDS - t0 )) s"
-  molecule_report || rc=1
+  part "toolchain and test cluster ($GPUOP_TEST_CLUSTER under $GPUOP_TEST_ROOT)" \
+    ansible-playbook playbooks/cluster.yml "${vars[@]}" || rc=$?
+  if (( rc == 0 )); then
+    part "pytest" pytest -q --durations=15 tests --ignore=tests/faults || rc=$?
+  fi
+  wait "$side_pid" || true
+  side_pid=""
+  echo "== both streams ended after $(( SECONDS - start )) s"
+  side_report || rc=1
   exit $rc
 fi

@@ -4,7 +4,8 @@
 The checkout is the collection's source, each file once. Two folders of the design card stand where a
 collection has other names: library/ is plugins/modules and module_utils/ is plugins/module_utils
 (committed links say so). The build stages the files git tracks, with those two folders copied under
-their collection names, into build/ (not committed), then runs `ansible-galaxy collection build` there.
+their collection names, into a temporary folder of this build's own (removed after it; two builds at once,
+as make test's two streams may run, never share one), then runs `ansible-galaxy collection build` there.
 
 Usage: tools/build-collection.py [--output-path DIR]
 """
@@ -14,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -47,8 +49,15 @@ def main():
     args = parser.parse_args()
     with open(os.path.join(ROOT, "galaxy.yml")) as handle:
         galaxy = yaml.safe_load(handle)
-    stage = os.path.join(ROOT, "build", "ansible_collections", galaxy["namespace"], galaxy["name"])
-    shutil.rmtree(os.path.join(ROOT, "build"), ignore_errors=True)
+    work = tempfile.mkdtemp(prefix="gpuop-collection-build.")
+    try:
+        return build(galaxy, os.path.join(work, "ansible_collections", galaxy["namespace"], galaxy["name"]),
+                     os.path.abspath(args.output_path))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build(galaxy, stage, output_path):
     count = 0
     for path in tracked_files():
         source = os.path.join(ROOT, path)
@@ -60,9 +69,12 @@ def main():
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copy2(source, target)
         count += 1
-    os.makedirs(args.output_path, exist_ok=True)
-    print("build-collection: staged %d files in %s" % (count, stage))
-    proc = subprocess.run(["ansible-galaxy", "collection", "build", stage, "--output-path", args.output_path,
+    os.makedirs(output_path, exist_ok=True)
+    print("build-collection: staged %d files of %s.%s in %s" % (count, galaxy["namespace"], galaxy["name"], stage))
+    # The ansible-galaxy beside this Python (the venv's) when there is one, else the one on PATH.
+    beside = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
+    proc = subprocess.run([beside if os.path.isfile(beside) else "ansible-galaxy", "collection", "build", stage,
+                           "--output-path", output_path,
                            "--force"], check=False)
     return proc.returncode
 

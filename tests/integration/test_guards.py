@@ -4,7 +4,8 @@
   kwok_nodes) refuse a node kwok does not manage; the ``allow_unmanaged_nodes`` override writes it.
   A node that does not exist is named, and nothing is written to the others.
 * site.yml on a fresh root and cluster (guard-fs), traced with strace: no file is written, made,
-  renamed or removed under $HOME (but ~/.kwok/clusters/guard-fs, ~/.cache/gpuop, ~/.ansible),
+  renamed or removed under $HOME (but ~/.kwok/clusters/guard-fs, kwok_cluster's empty lock file
+  ~/.kwok/gpuop-create.lock, ~/.cache/gpuop, ~/.ansible),
   /tmp (but its root) or /etc/containerd. A snapshot of those areas before and after is taken too;
   other sessions share this machine, so a change found there counts only when the trace shows
   site.yml's own processes made it.
@@ -30,7 +31,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ansible_collections.gpuop.gates.plugins.module_utils.kwok_cluster import creation_lock
+from ansible_collections.gpuop.gates.plugins.module_utils.kwok_cluster import LOCK_NAME, creation_lock
 from gpuop_testlib import ROOT, ansible_env, run_module
 
 HOME = os.path.expanduser("~")
@@ -200,7 +201,8 @@ def _traced_writes(trace_file):
 
 
 def _allowed(path, root, cluster):
-    allowed = [root, os.path.join(KWOK_HOME, cluster), os.path.join(HOME, ".cache", "gpuop"), os.path.join(HOME, ".ansible")]
+    allowed = [root, os.path.join(KWOK_HOME, cluster), os.path.join(os.path.dirname(KWOK_HOME), LOCK_NAME),
+               os.path.join(HOME, ".cache", "gpuop"), os.path.join(HOME, ".ansible")]
     if any(path == a or path.startswith(a + os.sep) for a in allowed):
         return True
     watched = [HOME, "/tmp", "/etc/containerd"]
