@@ -7,12 +7,14 @@ import subprocess
 import sys
 import time
 
-import ansible.module_utils
-
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(PROJECT, ".venv", "bin")
-# The project's module_utils under the name Ansible ships them as (ansible_collections.gpuop.gates.plugins.module_utils.*).
-ansible.module_utils.__path__.append(os.path.join(PROJECT, "module_utils"))
+# The checkout is the collection gpuop.gates: .collections/ansible_collections/gpuop/gates links back to it
+# (make setup), so the project's code imports as Ansible loads it (ansible_collections.gpuop.gates.plugins...).
+COLLECTIONS = os.path.join(PROJECT, ".collections")
+if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "gpuop", "gates")):
+    sys.exit("bench: %s/ansible_collections/gpuop/gates is missing: run make setup first" % COLLECTIONS)
+sys.path.insert(0, COLLECTIONS)
 
 
 def find_bin_dir(explicit=None):

@@ -11,7 +11,8 @@ rolled out on all of them and then stalled by the 64Gi update. Then, --repeat ti
   - the same report in-process (the module's logic and calls without Ansible's start-up);
   - `ansible localhost -m node_extended_resource` on the 3 lab nodes (a few nodes);
   - `ansible localhost -m gpu_sharing` (pure arithmetic, no API call);
-  - bench/scale-roles.yml: the node_advertisement and gpu_time_slicing roles.
+  - bench/scale-roles.yml: the node_advertisement and gpu_time_slicing roles;
+  - bench/scale-report.yml: the rollout report and the doctor as two tasks of one playbook (each task's time).
 Server-side GET/LIST counts come from the apiserver's apiserver_request_total (before/after; the
 controllers' own GET/LIST traffic is included, their watches and status writes are not).
 The cluster is deleted at the end, also on failure.
@@ -29,7 +30,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import PROJECT, VENV_BIN, Clusters, env, find_bin_dir, loadavg, median, uptime_line  # noqa: E402
+from common import COLLECTIONS, PROJECT, VENV_BIN, Clusters, env, find_bin_dir, loadavg, median, uptime_line  # noqa: E402
 import k8sraw  # noqa: E402
 from ansible_collections.gpuop.gates.plugins.module_utils.kwok_nodes import desired_node  # noqa: E402  (the lab's node shape, from the project)
 
@@ -167,8 +168,7 @@ def adhoc(module, args, kubeconfig_env=None):
 IN_PROCESS = r"""
 import json, sys, time
 t0 = time.monotonic()
-import ansible.module_utils
-ansible.module_utils.__path__.append(sys.argv[1])
+sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster
 from ansible_collections.gpuop.gates.plugins.module_utils import rollout
 t1 = time.monotonic()
@@ -184,7 +184,7 @@ print(json.dumps({"import": round(t1 - t0, 3), "client": round(t2 - t1, 3), "obs
 
 def in_process_report(kubeconfig):
     t0 = time.monotonic()
-    proc = subprocess.run([os.path.join(VENV_BIN, "python"), "-c", IN_PROCESS, os.path.join(PROJECT, "module_utils"),
+    proc = subprocess.run([os.path.join(VENV_BIN, "python"), "-c", IN_PROCESS, COLLECTIONS,
                            kubeconfig, NS, DS], capture_output=True, text=True)
     wall = round(time.monotonic() - t0, 3)
     if proc.returncode != 0:
@@ -192,6 +192,22 @@ def in_process_report(kubeconfig):
     out = json.loads(proc.stdout)
     out["process_wall"] = wall
     return out
+
+
+def playbook_tasks(playbook, extra):
+    """ansible-playbook PLAYBOOK -e EXTRA with the JSON callback: (wall, [(task name, seconds)] in run order)."""
+    e = env({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"})
+    t0 = time.monotonic()
+    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), playbook, "-e", json.dumps(extra)],
+                          cwd=PROJECT, env=e, capture_output=True, text=True)
+    wall = round(time.monotonic() - t0, 3)
+    try:  # the JSON document, then whatever the enabled callbacks print after it (profile_tasks' recap)
+        doc, _end = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])
+    except ValueError as exc:
+        raise RuntimeError("%s printed no JSON (rc %s, %s): %s" % (playbook, proc.returncode, exc, proc.stderr[-1500:]))
+    if proc.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (playbook, proc.stdout[-1500:]))
+    return wall, [(t["task"]["name"], _span(t["task"]["duration"])) for play in doc["plays"] for t in play["tasks"]]
 
 
 def roles_run(root, kubeconfig, tag):
@@ -298,7 +314,8 @@ def main():
             reps = {"report_wall": [], "report_calls": [], "report_server": [], "in_process": [],
                     "advertise_wall": [], "advertise_calls": [], "advertise_server": [],
                     "sharing_wall": [], "roles_wall": [], "roles_server": [], "roles_slowest": [],
-                    "doctor_wall": [], "doctor_calls": [], "doctor_elapsed": []}
+                    "doctor_wall": [], "doctor_calls": [], "doctor_elapsed": [],
+                    "playbook_wall": [], "report_task": [], "doctor_task": []}
             for r in range(args.repeat):
                 (wall, res), server = measured(api, lambda: adhoc("daemonset_rollout", {
                     "kubeconfig": kubeconfig, "namespace": NS, "name": DS}))
@@ -318,6 +335,12 @@ def main():
                 reps["doctor_wall"].append(wall)
                 reps["doctor_calls"].append(len(res.get("api_calls") or []))
                 reps["doctor_elapsed"].append(res.get("elapsed"))
+                # Both as tasks of one playbook (what a user's play pays per task once the client is imported).
+                wall, tasks = playbook_tasks("bench/scale-report.yml", {"bench_kubeconfig": kubeconfig, "bench_namespace": NS,
+                                                                         "bench_daemonset": DS})
+                reps["playbook_wall"].append(wall)
+                reps["report_task"].append(dict(tasks)["Rollout report"])
+                reps["doctor_task"].append(dict(tasks)["Doctor"])
                 wall, res = adhoc("gpu_sharing", {"config": SHARING_CONFIG, "physical_gpus": 4, "vram_per_gpu_gib": 40})
                 reps["sharing_wall"].append(wall)
                 (wall_slow), server = measured(api, lambda: roles_run(root, kubeconfig, "%d-%d" % (n, r)))
@@ -337,6 +360,8 @@ def main():
                 "report_server_get_list": median([sum(s.values()) for s in reps["report_server"]]),
                 "doctor_wall": median(reps["doctor_wall"]), "doctor_calls": median(reps["doctor_calls"]),
                 "doctor_elapsed": median([x for x in reps["doctor_elapsed"] if x is not None] or [0]),
+                "report_task": median(reps["report_task"]), "doctor_task": median(reps["doctor_task"]),
+                "report_doctor_playbook_wall": median(reps["playbook_wall"]),
             }
             results["sizes"].append(row)
             log("N=%d: %s  load %s" % (n, json.dumps(row["median"]), row["load_end"]))
@@ -357,13 +382,13 @@ def main():
         with open(out, "w") as f:
             json.dump(results, f, indent=1)
     print("\n N     | rollout report (ansible -m) | calls | in-process observe | advertise 3 nodes: s / calls | sharing s "
-          "| roles s / server GET+LIST | doctor (ansible -m) s / calls / own elapsed s")
+          "| roles s / server GET+LIST | doctor (ansible -m) s / calls / own elapsed s | in a playbook: report task s / doctor task s")
     for row in results["sizes"]:
         m = row["median"]
-        print(" %-5d | %27.2f | %5d | %18.3f | %12.2f / %-5d | %9.2f | %7.2f / %-17d | %.2f / %d / %.2f"
+        print(" %-5d | %27.2f | %5d | %18.3f | %12.2f / %-5d | %9.2f | %7.2f / %-17d | %.2f / %d / %.2f | %.3f / %.3f"
               % (row["nodes"], m["report_wall"], m["report_calls"], m["report_in_process_observe"], m["advertise_wall"],
                  m["advertise_calls"], m["sharing_wall"], m["roles_wall"], m["roles_server_get_list"],
-                 m["doctor_wall"], m["doctor_calls"], m["doctor_elapsed"]))
+                 m["doctor_wall"], m["doctor_calls"], m["doctor_elapsed"], m["report_task"], m["doctor_task"]))
     log("results in %s; %s" % (out, uptime_line()))
     return 1 if "error" in results else 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: file_set
-short_description: Make folders and write files (atomically, only when they differ) in one module run
+short_description: Make folders, write files (atomically, only when they differ) and remove files in one module run
 description:
   - Makes each folder of O(directories) (parents too) and gives it its mode, then writes each file of
     O(files) when its content or mode differs, through a temporary file in the same folder renamed over
@@ -36,6 +36,14 @@ options:
         description: Its mode, octal as a string (V("0755")) or a number.
         type: raw
         default: "0755"
+  absent:
+    description:
+      - Files to remove when they are there, after the folders and files are made. A folder in the way is
+        refused; a path both in O(files) and here is refused before anything is made.
+    type: list
+    elements: path
+    default: []
+    version_added: "1.1.0"
 extends_documentation_fragment:
   - gpuop.gates.files
 attributes:
@@ -63,6 +71,14 @@ EXAMPLES = r"""
       - path: /srv/lab/bin/wrapper.sh
         content: "#!/bin/sh\nexec /usr/bin/containerd \"$@\"\n"
         mode: "0755"
+
+- name: The main file alone, no drop-in yet
+  gpuop.gates.file_set:
+    files:
+      - path: /srv/lab/etc/containerd/config.toml
+        content: "{{ lookup('ansible.builtin.template', 'config.toml.j2') }}"
+    absent:
+      - /srv/lab/etc/containerd/conf.d/99-nvidia.toml
 """
 
 RETURN = r"""
@@ -78,6 +94,13 @@ files:
   type: list
   elements: dict
   sample: [{path: /srv/lab/etc/containerd/config.toml, changed: true}]
+absent:
+  description: Each path of O(absent) and whether it was (or would be) removed.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /srv/lab/etc/containerd/conf.d/99-nvidia.toml, changed: true}]
+  version_added: "1.1.0"
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -31,6 +31,7 @@ def argument_spec():
             "mode": {"type": "raw", "default": "0755"},
         }},
         "files": FILES_SPEC,
+        "absent": {"type": "list", "elements": "path", "default": []},
     }
 
 
@@ -71,6 +72,27 @@ def ensure_directory(path, mode, check_mode=False):
     return True, diff
 
 
+def remove_file(path, check_mode=False):
+    """Remove the file ``path`` when it is there. Returns ``(changed, diff)``; a folder in the way is refused."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False, None
+    except OSError as exc:
+        raise GpuopError("cannot remove %s: %s" % (path, exc.strerror or exc))
+    if stat.S_ISDIR(info.st_mode):
+        raise GpuopError("cannot remove %s: it is a folder (absent removes files only)" % path)
+    diff = {"before_header": path, "after_header": path, "before": "present\n", "after": "absent\n"}
+    if not check_mode:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False, None
+        except OSError as exc:
+            raise GpuopError("cannot remove %s: %s" % (path, exc.strerror or exc))
+    return True, diff
+
+
 def modes(kind, items, default):
     """The mode of each of ``items`` (``kind``: directories or files), checked before anything is made."""
     return [parse_mode(item.get("mode", default), "%s[%d] (%s)" % (kind, index, item.get("path")))
@@ -92,16 +114,27 @@ def make(kind, items, item_modes, result, check_mode=False):
 
 
 def run(params, check_mode=False):
-    """Folders first, then files, in the order given. Returns the module's result (changed, directories,
-    files, diff). All bad input (relative path, bad mode) is refused before anything is made."""
+    """Folders first, then files, then the files to remove, in the order given. Returns the module's result
+    (changed, directories, files, absent, diff). All bad input (relative path, bad mode, a path both written
+    and removed) is refused before anything is made."""
     directories = params.get("directories") or []
     files = params.get("files") or []
-    for kind, items in (("directories", directories), ("files", files)):
+    absent = params.get("absent") or []
+    for kind, items in (("directories", directories), ("files", files), ("absent", [{"path": p} for p in absent])):
         for index, item in enumerate(items):
             if not os.path.isabs(item.get("path") or ""):
                 raise GpuopError("%s[%d] (%s): path must be absolute" % (kind, index, item.get("path")))
+    both = sorted(set(os.path.normpath(f["path"]) for f in files) & set(os.path.normpath(p) for p in absent))
+    if both:
+        raise GpuopError("absent: %s is also in files (a file is either written or removed)" % ", ".join(both))
     directory_modes, file_modes = modes("directories", directories, "0755"), modes("files", files, "0644")
-    result = {"changed": False, "directories": [], "files": [], "diff": []}
+    result = {"changed": False, "directories": [], "files": [], "absent": [], "diff": []}
     make("directories", directories, directory_modes, result, check_mode)
     make("files", files, file_modes, result, check_mode)
+    for path in absent:
+        changed, diff = remove_file(path, check_mode)
+        result["absent"].append({"path": path, "changed": changed})
+        if changed:
+            result["changed"] = True
+            result["diff"].append(diff)
     return result

@@ -8,7 +8,7 @@ A role checks its inputs in one assert over the filter ``gpuop.gates.input_error
 The answer is a list of messages, each naming its variable; empty when every value is good.
 
 The rules reuse the modules' own definitions: Kubernetes names (names.py), extended resources
-(node_resources.validate_resource_name), quantities (quantity.py), containerd runtime names
+(names.validate_resource_name), quantities (quantity.py), containerd runtime names
 (containerd_merge). A value a rule accepts is one the module that receives it accepts too.
 """
 
@@ -18,7 +18,7 @@ import re
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 from ansible_collections.gpuop.gates.plugins.module_utils.kwok_cluster import MARKER_PREFIX
-from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, RUNTIME_NAME_RE
+from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE, RUNTIME_NAME_RE, validate_resource_name
 from ansible_collections.gpuop.gates.plugins.module_utils.quantity import parse_quantity
 
 # A qualified name's part after the optional prefix (label keys, toleration keys, resource names).
@@ -84,7 +84,6 @@ def qualified_name(value):
 
 
 def extended_resource(value):
-    from ansible_collections.gpuop.gates.plugins.module_utils.node_resources import validate_resource_name
     try:
         validate_resource_name(value)
     except GpuopError as err:

@@ -16,7 +16,9 @@ import re
 from fractions import Fraction
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
-from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_SUBDOMAIN_RE
+# validate_resource_name lives in names.py (no kubernetes import: the roles' input check uses it); kept here for
+# this module's callers.
+from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_SUBDOMAIN_RE, validate_resource_name  # noqa: F401
 from ansible_collections.gpuop.gates.plugins.module_utils.quantity import parse_quantity
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import K8S_ARG_SPEC, MANAGED_BY_KWOK_ANNOTATION, is_kwok_managed, node_path
 
@@ -25,7 +27,6 @@ DEFAULT_RESOURCE = "nvidia.com/gpu"
 # Quantities are int64 underneath; extended resources must be whole numbers.
 MAX_QUANTITY = 2 ** 63 - 1
 
-_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _DIGITS_RE = re.compile(r"^[0-9]+$")
 
 
@@ -45,37 +46,6 @@ REQUIRED_IF = [("state", "present", ("quantity",))]
 
 
 # ---------------------------------------------------------------- validation
-
-
-def validate_resource_name(name):
-    """Return ``name`` if the API would accept it as an extended resource name, else raise.
-
-    The API's rule (``IsExtendedResourceName``): it has a domain (``/``), the domain is not
-    ``kubernetes.io`` (native resources), it does not start with ``requests.``, and
-    ``requests.<name>`` is a qualified name (DNS-1123 subdomain prefix, name part ≤ 63).
-    """
-    if not isinstance(name, str) or not name:
-        raise GpuopError("resource must be a non-empty extended resource name such as nvidia.com/gpu, got %r" % (name,))
-    if "/" not in name:
-        raise GpuopError("resource %r is not an extended resource name: it needs a domain prefix, "
-                         "e.g. nvidia.com/gpu (a name without a domain is a native resource such as cpu)" % name)
-    if "kubernetes.io/" in name:
-        raise GpuopError("resource %r is not an extended resource name: the kubernetes.io domain is reserved "
-                         "for native resources; use your own domain, e.g. nvidia.com/gpu" % name)
-    if name.startswith("requests."):
-        raise GpuopError("resource %r is not an extended resource name: the requests. prefix is reserved for quota" % name)
-    prefix, _slash, local = ("requests." + name).partition("/")
-    problems = []
-    if "/" in local:
-        problems.append("it has more than one '/'")
-    if len(prefix) > 253 or not DNS1123_SUBDOMAIN_RE.match(prefix):
-        problems.append("its domain %r must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')" % prefix[len("requests."):])
-    if not local or len(local) > 63 or not _QUALIFIED_NAME_RE.match(local):
-        problems.append("its name part %r must be 1-63 characters of A-Z, a-z, 0-9, '-', '_', '.', "
-                        "starting and ending with a letter or digit" % local)
-    if problems:
-        raise GpuopError("resource %r is not an extended resource name: %s" % (name, "; ".join(problems)))
-    return name
 
 
 def normalize_quantity(value):

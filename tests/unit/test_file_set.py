@@ -44,7 +44,7 @@ def test_folders_then_files_then_nothing_to_do(tmp_path):
     again = run(params)
     assert again == {"changed": False, "diff": [],
                      "directories": [{"path": p["path"], "changed": False} for p in params["directories"]],
-                     "files": [{"path": p["path"], "changed": False} for p in params["files"]]}
+                     "files": [{"path": p["path"], "changed": False} for p in params["files"]], "absent": []}
     assert os.stat(tmp_path / "c" / "x.toml").st_mtime_ns == mtime
 
 
@@ -90,3 +90,44 @@ def test_through_ansible_with_diff(tmp_path):
     assert run_module("file_set", args)["changed"] is False
     bad = run_module("file_set", {"files": [{"path": "x", "content": ""}]})
     assert bad["failed"] is True and bad["msg"] == "files[0] (x): path must be absolute" and "Traceback" not in str(bad)
+
+
+def test_absent_removes_files_that_are_there_and_only_those(tmp_path):
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "conf.d" / "99-nvidia.toml").write_text("version = 2\n")
+    (tmp_path / "conf.d" / "keep.toml").write_text("kept\n")
+    params = {"files": [{"path": str(tmp_path / "config.toml"), "content": "version = 2\n"}],
+              "absent": [str(tmp_path / "conf.d" / "99-nvidia.toml"), str(tmp_path / "conf.d" / "never-there.toml")]}
+    preview = run(params, check_mode=True)
+    assert [i["changed"] for i in preview["absent"]] == [True, False]
+    assert (tmp_path / "conf.d" / "99-nvidia.toml").exists() and not (tmp_path / "config.toml").exists()
+    first = run(params)
+    assert first["changed"] is True and [i["changed"] for i in first["absent"]] == [True, False]
+    assert first["diff"][-1] == {"before_header": str(tmp_path / "conf.d" / "99-nvidia.toml"),
+                                 "after_header": str(tmp_path / "conf.d" / "99-nvidia.toml"),
+                                 "before": "present\n", "after": "absent\n"}
+    assert sorted(os.listdir(tmp_path / "conf.d")) == ["keep.toml"]
+    again = run(params)
+    assert again["changed"] is False and [i["changed"] for i in again["absent"]] == [False, False]
+
+
+@pytest.mark.parametrize("absent, message", [
+    (["relative.toml"], "absent[1] (relative.toml): path must be absolute"),
+    (["{tmp}/x.toml"], "absent: {tmp}/x.toml is also in files (a file is either written or removed)"),
+])
+def test_absent_bad_input_fails_before_anything_is_made(tmp_path, absent, message):
+    (tmp_path / "gone.toml").write_text("x\n")
+    params = {"files": [{"path": str(tmp_path / "x.toml"), "content": "x\n"}],
+              "absent": [str(tmp_path / "gone.toml")] + [a.format(tmp=tmp_path) for a in absent]}
+    with pytest.raises(GpuopError) as err:
+        run(params)
+    assert str(err.value) == message.format(tmp=tmp_path)
+    assert (tmp_path / "gone.toml").exists() and not (tmp_path / "x.toml").exists()
+
+
+def test_absent_refuses_a_folder(tmp_path):
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(GpuopError) as err:
+        run({"absent": [str(tmp_path / "dir")]})
+    assert str(err.value) == "cannot remove %s: it is a folder (absent removes files only)" % (tmp_path / "dir")
+    assert (tmp_path / "dir").is_dir()
