@@ -221,23 +221,7 @@ def roles_run(root, kubeconfig, tag):
         "gpu_time_slicing_kubeconfig": kubeconfig, "gpu_time_slicing_manifest": os.path.join(out_dir, "time-slicing.yaml"),
         "gpu_time_slicing_nodes": ["lab-node-1"], "gpu_time_slicing_dest": os.path.join(out_dir, "slots.txt"),
     }
-    e = env({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.junit",
-             "JUNIT_OUTPUT_DIR": "/tmp/gpuop-bench/junit-scale"})
-    t0 = time.monotonic()
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "bench/scale-roles.yml", "-e", json.dumps(extra)],
-                          cwd=PROJECT, env=e, capture_output=True, text=True)
-    wall = round(time.monotonic() - t0, 3)
-    try:
-        doc = json.loads(proc.stdout[proc.stdout.index("{"):])
-    except ValueError:
-        raise RuntimeError("scale-roles.yml printed no JSON (rc %s): %s" % (proc.returncode, proc.stderr[-1500:]))
-    if proc.returncode != 0:
-        raise RuntimeError("scale-roles.yml failed: %s" % proc.stdout[-1500:])
-    tasks = []
-    for play in doc["plays"]:
-        for t in play["tasks"]:
-            d = t["task"]["duration"]
-            tasks.append((t["task"]["name"], _span(d)))
+    wall, tasks = playbook_tasks("bench/scale-roles.yml", extra)
     return wall, sorted(tasks, key=lambda x: -(x[1] or 0))[:5]
 
 
