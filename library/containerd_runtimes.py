@@ -25,6 +25,9 @@ description:
     C(no runtime for "nvidia" is configured)). A loaded handler is never probed.
   - Waits (socket up, CRI plugin loaded or failed, CRI Status answering) are bounded by
     O(wait_timeout) and poll every 0.2 s.
+  - O(require) makes the answer a gate. The module fails, on one line, when the daemon's CRI plugin did not load
+    that runtime. The failed result still carries every view (RV(loaded) too), so a registered result tells
+    what the daemon loaded.
 version_added: "0.1.0"
 author:
   - gpuop contributors (!UNKNOWN)
@@ -70,10 +73,22 @@ options:
     type: list
     elements: str
     default: []
+  require:
+    description:
+      - A runtime (handler) name the running daemon must have loaded (needs O(address)). When its CRI plugin
+        did not load, or loaded without it, the module fails with
+        C(<subject> containerd <version> has loaded <runtimes, or no runtime>, not <name>), followed by
+        the CRI plugin's error in parentheses when it reported one. Unset, nothing is required.
+    type: str
+  subject:
+    description:
+      - 'Words put before the failure message of O(require), naming what was asked, for example
+        V(gpu-node-a: after the restart) (a module does not know the inventory''s name of its host).'
+    type: str
 attributes:
   check_mode:
     support: full
-    description: Observations only read; probes are skipped.
+    description: Observations only read; probes are skipped; O(require) still fails.
   diff_mode:
     support: none
     description: Returns no diff; it changes nothing to show.
@@ -92,10 +107,12 @@ EXAMPLES = r"""
     crictl: /root/.cache/gpuop/0123456789abcdef/bin/crictl
   register: views
 
-- name: Fail unless nvidia is loaded now
-  ansible.builtin.assert:
-    that: "'nvidia' in views.loaded.runtimes"
-    fail_msg: "{{ views.msg }}"
+- name: Fail unless the restarted daemon loaded nvidia (the failure names the node and what was loaded)
+  gpuop.gates.containerd_runtimes:
+    address: /run/containerd/containerd.sock
+    require: nvidia
+    subject: "{{ inventory_hostname }}: after the restart"
+  register: restarted
 
 - name: Containerd's own refusal of a pod with the nvidia handler
   gpuop.gates.containerd_runtimes:
@@ -108,15 +125,19 @@ EXAMPLES = r"""
 
 RETURN = r"""
 msg:
-  description: One line per view with its version, handlers, and the CRI error when there is one.
+  description:
+    - One line per view with its version, handlers, and the CRI error when there is one; when O(require)
+      fails, the one line that names what was loaded instead.
   returned: always
   type: str
+  sample: "gpu-node-a: after the restart containerd 2.4.2 has loaded runc, not nvidia"
 loaded:
   description:
-    - The C(loaded) view, or null without O(address). Keys C(view) (C(loaded)), C(containerd_version)
-      (the daemon's), C(address), C(source) (the command that answered), C(cri_loaded), C(runtimes)
-      (sorted handler names), C(default_runtime_name), C(error) (the CRI plugin's load error),
-      C(plugin) (the failing plugin, C(type id)), C(crictl_error) (crictl's answer when CRI failed).
+    - The C(loaded) view, or null without O(address); the failed result of O(require) carries it too. Keys
+      C(view) (C(loaded)), C(containerd_version) (the daemon's), C(address), C(source) (the command that
+      answered), C(cri_loaded), C(runtimes) (sorted handler names), C(default_runtime_name), C(error) (the CRI
+      plugin's load error), C(plugin) (the failing plugin, C(type id)), C(crictl_error) (crictl's answer when CRI
+      failed).
   returned: always
   type: dict
 after_restart:
@@ -138,7 +159,8 @@ probes:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuop.gates.plugins.module_utils.containerd_runtimes import argument_spec, handler_summary, observe
+from ansible_collections.gpuop.gates.plugins.module_utils.containerd_runtimes import (
+    argument_spec, handler_summary, missing_runtime, observe)
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
 
@@ -155,6 +177,10 @@ def main():
         error = exc.msg
     if error is not None:
         module.fail_json(msg=error)
+    failure = missing_runtime(result["loaded"], params["require"], params["subject"])
+    if failure is not None:
+        # The views stay in the result, so a registered result still tells what the daemon loaded.
+        module.fail_json(changed=False, msg=failure, **result)
     msg = "; ".join(t for t in (handler_summary(result["loaded"]), handler_summary(result["after_restart"])) if t)
     module.exit_json(changed=False, msg=msg, **result)
 

@@ -55,6 +55,8 @@ def argument_spec():
         cwd=dict(type="path", default="/"),
         wait_timeout=dict(type="float", default=30.0),
         probe_handlers=dict(type="list", elements="str", default=[]),
+        require=dict(type="str"),
+        subject=dict(type="str"),
     )
 
 
@@ -394,6 +396,11 @@ def observe(params, clock=time.monotonic, sleep=time.sleep):
         raise GpuopError("give address (the loaded view of a running daemon), config (the after-restart view), or both")
     if not os.path.isabs(params.get("cwd") or ""):
         raise GpuopError("cwd must be an absolute path, got %r" % (params.get("cwd"),))
+    if params.get("require") is not None:
+        if not _HANDLER.match(params["require"]):
+            raise GpuopError("require: %r is not a runtime name" % (params["require"],))
+        if not params.get("address"):
+            raise GpuopError("require needs address (a running daemon to ask)")
     out = {"loaded": None, "after_restart": None, "probes": []}
     if params.get("address"):
         out["loaded"] = loaded(params["address"], params["ctr"], params["crictl"], params["wait_timeout"], clock, sleep)
@@ -405,6 +412,20 @@ def observe(params, clock=time.monotonic, sleep=time.sleep):
     if params.get("config"):
         out["after_restart"] = after_restart(params["containerd"], params["config"], params["cwd"])
     return out
+
+
+def missing_runtime(view, name, subject=None):
+    """The verdict of O(require): None when the loaded ``view`` has runtime ``name`` with its CRI plugin
+    loaded, else the one-line failure, ``[<subject> ]containerd <version> has loaded <runtimes>, not <name>``
+    and the CRI plugin's error when there is one. Without ``name`` (nothing required), None."""
+    if not name or (view["cri_loaded"] and name in view["runtimes"]):
+        return None
+    text = "containerd %s has loaded %s, not %s" % (view.get("containerd_version") or "",
+                                                    ",".join(view["runtimes"]) or "no runtime", name)
+    if view.get("error"):
+        text += " (CRI plugin: %s)" % view["error"]
+    text = "%s %s" % (subject, text) if subject else text
+    return text.replace("\r\n", " ").replace("\n", " ")
 
 
 def handler_summary(view):

@@ -375,3 +375,99 @@ def test_reports_of_two_walks_of_the_same_files_are_identical():
                                '"<sandbox-id>": no runtime for "nvidia" is configured'}],
         "crictl_error": 'level=error msg="validate service connection"'}
     assert views.stable({"n": 3, "ok": True, "none": None}) == {"n": 3, "ok": True, "none": None}
+
+
+# --------------------------------------------------------------------------------------------
+# require: the restarted daemon must have loaded the runtime (roles/nvidia_runtime's gate)
+# --------------------------------------------------------------------------------------------
+
+_CRI_ERROR_1_6 = ('invalid plugin config: no corresponding runtime configured in `containerd.runtimes` for '
+                  '`containerd` `default_runtime_name = "runc"')
+
+
+def _view(cri_loaded, runtimes, version, error=None):
+    return {"view": "loaded", "containerd_version": version, "cri_loaded": cri_loaded, "runtimes": runtimes,
+            "default_runtime_name": "runc" if cri_loaded else None, "error": error}
+
+
+@pytest.mark.parametrize("view, name, subject, message", [
+    # Loaded: nothing to say.
+    (_view(True, ["nvidia", "runc"], "2.4.2+unknown"), "nvidia", "gpu-node-a: after the restart", None),
+    (_view(True, ["nvidia.cdi", "runc"], "2.4.2"), "nvidia.cdi", None, None),
+    # Nothing required: nothing to say, whatever the daemon loaded.
+    (_view(False, [], "1.6.20~ds1", _CRI_ERROR_1_6), None, "gpu-node-a", None),
+    # The daemon kept runc alone (2.x: the drop-in did not reach it).
+    (_view(True, ["runc"], "2.4.2+unknown"), "nvidia", "gpu-node-c: after the restart",
+     "gpu-node-c: after the restart containerd 2.4.2+unknown has loaded runc, not nvidia"),
+    # The incident on 1.6: the CRI plugin failed, no handler at all, the plugin's own error.
+    (_view(False, [], "1.6.20~ds1", _CRI_ERROR_1_6), "nvidia", "gpu-node-a: after the restart",
+     "gpu-node-a: after the restart containerd 1.6.20~ds1 has loaded no runtime, not nvidia (CRI plugin: "
+     + _CRI_ERROR_1_6 + ")"),
+    # A CRI plugin that did not load but still listed handlers (never seen; the verdict is still no).
+    (_view(False, ["nvidia", "runc"], "1.6.20", "plugin io.containerd.grpc.v1 cri: status error"), "nvidia", None,
+     "containerd 1.6.20 has loaded nvidia,runc, not nvidia (CRI plugin: plugin io.containerd.grpc.v1 cri: status error)"),
+    # A similar name is not the name.
+    (_view(True, ["nvidia-cdi", "nvidia.legacy", "runc"], "2.4.2"), "nvidia", None,
+     "containerd 2.4.2 has loaded nvidia-cdi,nvidia.legacy,runc, not nvidia"),
+    # The message stays one line, whatever the error held.
+    (_view(False, [], "1.6.20", "line one\nline two"), "nvidia", "n1",
+     "n1 containerd 1.6.20 has loaded no runtime, not nvidia (CRI plugin: line one line two)"),
+])
+def test_require_verdict(view, name, subject, message):
+    assert cr.missing_runtime(view, name, subject) == message
+
+
+@pytest.mark.parametrize("params, error", [
+    ({"address": "/run/containerd/containerd.sock", "require": "nvidia!"}, "require: 'nvidia!' is not a runtime name"),
+    ({"address": "/run/containerd/containerd.sock", "require": ""}, "require: '' is not a runtime name"),
+    ({"config": "/etc/containerd/config.toml", "require": "nvidia"}, "require needs address"),
+])
+def test_require_bad_input_is_refused_before_asking(params, error):
+    with pytest.raises(GpuopError) as err:
+        cr.observe(dict({"address": None, "config": None, "cwd": "/"}, **params))
+    assert str(err.value).startswith(error)
+
+
+def _fake_clients(folder, plugins, info):
+    """ctr and crictl that answer as the real ones did (tests/fixtures/containerd_live) for one daemon."""
+    os.makedirs(folder)
+    ctr = os.path.join(folder, "ctr")
+    crictl = os.path.join(folder, "crictl")
+    with open(ctr, "w") as handle:
+        handle.write('#!/bin/sh\ncase "$*" in\n'
+                     '  *" -d "*) cat %s ;;\n'
+                     '  *"plugins ls"*) cat %s ;;\n'
+                     '  *version*) cat %s ;;\n'
+                     '  *) exit 64 ;;\nesac\n' % (os.path.join(FIX, "ctr-plugins-detail-error-1.6.txt"),
+                                                   os.path.join(FIX, plugins[0]), os.path.join(FIX, plugins[1])))
+    with open(crictl, "w") as handle:
+        if info.endswith(".json"):
+            handle.write('#!/bin/sh\ncat %s\n' % os.path.join(FIX, info))
+        else:
+            handle.write('#!/bin/sh\ncat %s >&2\nexit 1\n' % os.path.join(FIX, info))
+    os.chmod(ctr, 0o755)
+    os.chmod(crictl, 0o755)
+    socket_path = os.path.join(folder, "containerd.sock")
+    open(socket_path, "w").close()
+    return {"address": socket_path, "ctr": ctr, "crictl": crictl, "wait_timeout": 5}
+
+
+@pytest.mark.parametrize("daemon, require, message, runtimes", [
+    ((("ctr-plugins-ok-2.4.txt", "ctr-version-2.4.txt"), "crictl-info-2.4.json"), "nvidia",
+     "gpu-node-c: after the restart containerd 2.4.2+unknown has loaded runc, not nvidia", ["runc"]),
+    ((("ctr-plugins-error-1.6.txt", "ctr-version-1.6.txt"), "crictl-info-cri-failed-1.6.stderr"), "nvidia",
+     "gpu-node-c: after the restart containerd 1.6.20~ds1 has loaded no runtime, not nvidia (CRI plugin: "
+     + _CRI_ERROR_1_6 + ")", []),
+    ((("ctr-plugins-ok-1.6.txt", "ctr-version-1.6.txt"), "crictl-info-1.6.json"), "runc", None, ["runc"]),
+])
+def test_the_module_fails_on_require_and_keeps_the_loaded_view(tmp_path, module_runner, daemon, require, message,
+                                                                runtimes):
+    args = dict(_fake_clients(str(tmp_path / "clients"), *daemon), require=require,
+                subject="gpu-node-c: after the restart")
+    result = module_runner("containerd_runtimes", args)
+    assert result.get("failed", False) is (message is not None), result
+    if message is not None:
+        assert result["msg"] == message
+        assert "exception" not in result or "Traceback" not in str(result["exception"]), result
+    # The failed result still carries the views: a registered result tells what the daemon loaded.
+    assert result["loaded"]["runtimes"] == runtimes and result["changed"] is False, result
