@@ -248,8 +248,22 @@ def test_half_running_cluster_is_stopped_and_started_again(reference):
     # The lab's objects survived (the cluster was restarted, not recreated) and the incident runs to the end.
     again = faultlib.run("site.yml", faultlib.site_vars(root, cluster))
     assert again.proc.returncode == 0, again.tail(60)
-    assert faultlib.outputs(root, cluster) == reference["outputs"]
-    print("half-running cluster repaired by cluster.yml in %.1fs" % took)
+    outputs, expected = dict(faultlib.outputs(root, cluster)), dict(reference["outputs"])
+    (rollout, mode), (_reference_rollout, reference_mode) = outputs.pop("out/rollout.txt"), expected.pop("out/rollout.txt")
+    assert outputs == expected and mode == reference_mode
+    # The rollout report says what the cluster says now. With the control plane stopped and started under the
+    # stalled rollout, the DaemonSet controller may replace one more old pod (it deletes an old pod it sees
+    # unavailable without spending maxUnavailable): seen once, 2026-12-05, UPDATED=2 READY=1 OLD_IMAGE_PODS=1.
+    # So the report is checked against the pods counted here, by image and readiness, not against the
+    # reference's bytes.
+    pods = client.CoreV1Api(api).list_namespaced_pod("gpu-operator", label_selector="app=nvidia-container-toolkit").items
+    images = [p.spec.containers[0].image for p in pods]
+    ready = sum(1 for p in pods if any(c.type == "Ready" and c.status == "True" for c in (p.status.conditions or [])))
+    assert rollout == ("DESIRED=3\nUPDATED=%d\nREADY=%d\nOLD_IMAGE_PODS=%d\nMAX_UNAVAILABLE=1\nBLOCKER=insufficient-memory\n"
+                       % (images.count("nvcr.io/nvidia/k8s/container-toolkit:v1.17.0"), ready,
+                          images.count("nvcr.io/nvidia/k8s/container-toolkit:v1.16.2"))).encode(), rollout
+    assert len(pods) == 3 and images.count("nvcr.io/nvidia/k8s/container-toolkit:v1.17.0") >= 1
+    print("half-running cluster repaired by cluster.yml in %.1fs; rollout after it: %r" % (took, rollout))
 
 
 def test_new_cluster_whose_etcd_cannot_bind_is_created_again(fault_base):
