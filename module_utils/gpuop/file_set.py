@@ -100,11 +100,14 @@ def modes(kind, items, default):
 
 
 def make(kind, items, item_modes, result, check_mode=False):
-    """Make each folder or write each file of ``items`` with its mode; record it in ``result``
-    (``result[kind]``, ``changed``, ``diff``), as the modules return it."""
+    """Make each folder, write each file, or remove each file (``kind``: directories, files, absent) of
+    ``items`` (with its mode; none for absent); record it in ``result`` (``result[kind]``, ``changed``,
+    ``diff``), as the modules return it."""
     for item, mode in zip(items, item_modes):
         if kind == "directories":
             changed, diff = ensure_directory(item["path"], mode, check_mode)
+        elif kind == "absent":
+            changed, diff = remove_file(item["path"], check_mode)
         else:
             changed, diff = ensure_file(item["path"], item["content"], mode=mode, check_mode=check_mode)
         result[kind].append({"path": item["path"], "changed": changed})
@@ -119,22 +122,17 @@ def run(params, check_mode=False):
     and removed) is refused before anything is made."""
     directories = params.get("directories") or []
     files = params.get("files") or []
-    absent = params.get("absent") or []
-    for kind, items in (("directories", directories), ("files", files), ("absent", [{"path": p} for p in absent])):
+    absent = [{"path": path} for path in params.get("absent") or []]
+    for kind, items in (("directories", directories), ("files", files), ("absent", absent)):
         for index, item in enumerate(items):
             if not os.path.isabs(item.get("path") or ""):
                 raise GpuopError("%s[%d] (%s): path must be absolute" % (kind, index, item.get("path")))
-    both = sorted(set(os.path.normpath(f["path"]) for f in files) & set(os.path.normpath(p) for p in absent))
+    both = sorted(set(os.path.normpath(f["path"]) for f in files) & set(os.path.normpath(a["path"]) for a in absent))
     if both:
         raise GpuopError("absent: %s is also in files (a file is either written or removed)" % ", ".join(both))
     directory_modes, file_modes = modes("directories", directories, "0755"), modes("files", files, "0644")
     result = {"changed": False, "directories": [], "files": [], "absent": [], "diff": []}
     make("directories", directories, directory_modes, result, check_mode)
     make("files", files, file_modes, result, check_mode)
-    for path in absent:
-        changed, diff = remove_file(path, check_mode)
-        result["absent"].append({"path": path, "changed": changed})
-        if changed:
-            result["changed"] = True
-            result["diff"].append(diff)
+    make("absent", absent, [None] * len(absent), result, check_mode)
     return result

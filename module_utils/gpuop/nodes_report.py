@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The GPU nodes' report of the role nvidia_runtime, on the controller (the ``nodes_report`` module).
 
-Pure logic over :mod:`gpuop.files`. Each node's record (``<report_dir>/nodes/<node>.json``, written by the
+Pure logic over :mod:`gpuop.file_set` (its file writing). Each node's record (``<report_dir>/nodes/<node>.json``, written by the
 role for every node it reached: the written, predicted and loaded views and a verdict) is read in file-name
 order; ``nodes.json`` (the list of records) and ``nodes-report.md`` (one table row per node, then the
 refusals) are written atomically, only when they differ; every node whose verdict is not done (``loaded``
@@ -15,7 +15,7 @@ import json
 import os
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
-from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file
+from ansible_collections.gpuop.gates.plugins.module_utils import file_set
 
 # The verdicts of a node that has the runtime loaded: by the prediction's leave, or past a refusal (force).
 DONE = ("loaded", "forced")
@@ -186,13 +186,9 @@ def run(params, check_mode=False):
     result = {"changed": False, "files": [], "diff": [],
               "nodes": [{"node": r["node"], "verdict": r["verdict"]} for r in records],
               "not_done": not_done(records)}
-    for path, content in ((report_json, render_json(records)),
-                          (report_md, render_markdown(records, params.get("runtime_name")))):
-        changed, diff = ensure_file(path, content, mode=MODE, check_mode=check_mode)
-        result["files"].append({"path": path, "changed": changed})
-        if changed:
-            result["changed"] = True
-            result["diff"].append(diff)
+    files = [{"path": report_json, "content": render_json(records)},
+             {"path": report_md, "content": render_markdown(records, params.get("runtime_name"))}]
+    file_set.make("files", files, [MODE] * len(files), result, check_mode)
     message = failure(records, report_md)
     result["msg"] = message or "%d nodes, all done (%s); see %s" % (len(records), ", ".join(DONE), report_md)
     return result, message

@@ -43,17 +43,16 @@ import os
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.gpuop.gates.plugins.module_utils.files import read_text
 from ansible_collections.gpuop.gates.plugins.module_utils.summary import OUTPUTS, summary_lines
 
 
 def read_outputs(folder):
+    """The text of each output (None for one that is missing); one that cannot be read fails, named."""
     texts = {}
     for name in OUTPUTS:
         try:
-            with open(os.path.join(folder, name), encoding="utf-8") as handle:
-                texts[name] = handle.read()
-        except FileNotFoundError:
-            texts[name] = None
+            texts[name] = read_text(os.path.join(folder, name))
         except (OSError, UnicodeDecodeError) as err:
             raise AnsibleLookupError("incident_summary: cannot read %s: %s" % (os.path.join(folder, name), err))
     return texts
