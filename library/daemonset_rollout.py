@@ -24,6 +24,9 @@ description:
     current, every pod that can exist exists, every unavailable new pod is Pending with
     C(PodScheduled=False/Unschedulable), and C(maxUnavailable) (resolved like the controller, a
     percentage of desired rounded up) lets the controller replace no further old pod.
+  - V(stalled) and V(complete) also need the status to count the pods listed as the controller
+    counts them (per node its oldest pod). The controller writes its status after it deleted or
+    created a pod, so for a moment the pod list is ahead of the numbers; the report never mixes the two.
   - The blocker comes from the Pending new pods' C(PodScheduled) messages, reduced to the reason on
     the pod's own node (a DaemonSet pod is pinned by C(matchFields metadata.name); the other nodes'
     C(didn't satisfy plugin(s) [NodeAffinity]) is noise). Kinds are C(insufficient-<resource>) (resource
@@ -150,6 +153,15 @@ observed_generation:
   sample: 2
 observed_generation_current:
   description: Whether the controller has seen the current spec.
+  returned: always
+  type: bool
+  sample: true
+status_agrees_with_pods:
+  description:
+    - Whether the DaemonSet's status counts the pods listed the way the controller counts them (per node
+      its oldest pod, for current, updated and Ready). The controller writes its status after it acted, so for a
+      moment the pods have moved on; neither V(stalled) nor V(complete) is decided before they agree.
+    - V(true) whenever the status reports misscheduled nodes (those are not recounted).
   returned: always
   type: bool
   sample: true

@@ -28,7 +28,9 @@ Rules, read from kubernetes v1.36.1 (``pkg/controller/daemon``, ``pkg/scheduler`
   ``PodScheduled=False/Unschedulable``, and the controller may not replace another old pod
   (unavailable >= maxUnavailable, or no available old pod left; with maxSurge, no surge slot
   left) — or, under ``OnDelete``, old pods remain and nothing else moves; ``progressing``
-  otherwise.
+  otherwise. Either phase also needs the status to agree with the pods: the controller writes
+  the numbers after it acted, so for a moment the pod list shows a new Pending pod while the status
+  still counts the old one (``controller_tally`` recounts the pods the way the controller does).
 * **Blocker**, from the Pending new pods' ``PodScheduled`` messages (``FitError.Error``:
   ``0/N nodes are available: <count reason>, .... <post-filter>``). A DaemonSet pod is pinned to
   its node by ``matchFields metadata.name``, so the NodeAffinity PreFilter leaves every other
@@ -496,8 +498,14 @@ def analyse(daemonset, pods, nodes=None, now=None):
     only_old_available = sorted(
         n for n, s in per_node.items() if s["old"] and not s["new"] and n not in old_unavailable_nodes)
     missing = max(0, numbers["desired"] - numbers["current"])
+    # The status is written by the controller after it acted: between a pod's deletion or creation and the
+    # next status write, the pods have moved on and the numbers have not (seen: a new Pending pod listed
+    # while the status still said updated 0, ready 3). A phase is only decided once they agree.
+    tally = controller_tally(own, is_new)
+    status_agrees = numbers["misscheduled"] > 0 or all(
+        numbers[key] == tally[key] for key in ("current", "updated", "ready"))
 
-    complete = (observed_current and numbers["updated"] >= numbers["desired"]
+    complete = (observed_current and status_agrees and numbers["updated"] >= numbers["desired"]
                 and numbers["available"] >= numbers["desired"] and not old_pods and not new_unavailable)
     if strategy_type == "RollingUpdate":
         if max_surge == 0:
@@ -509,10 +517,10 @@ def analyse(daemonset, pods, nodes=None, now=None):
             surging = len([n for n in both if waiting.intersection(per_node[n]["new"])])
             can_replace = bool(only_old_available) and surging < max_surge
             settled = True
-        stalled = (observed_current and not complete and missing == 0 and settled and not old_unavailable
+        stalled = (observed_current and status_agrees and not complete and missing == 0 and settled and not old_unavailable
                    and bool(stuck) and all_new_stuck and not can_replace)
     else:
-        stalled = (observed_current and not complete and missing == 0 and all_new_stuck
+        stalled = (observed_current and status_agrees and not complete and missing == 0 and all_new_stuck
                    and (bool(stuck) or bool(old_pods)))
     phase = PHASE_COMPLETE if complete else (PHASE_STALLED if stalled else PHASE_PROGRESSING)
 
@@ -529,6 +537,7 @@ def analyse(daemonset, pods, nodes=None, now=None):
         "generation": generation,
         "observed_generation": observed,
         "observed_generation_current": observed_current,
+        "status_agrees_with_pods": status_agrees,
         "update_strategy": strategy_type,
         "max_unavailable_spec": max_unavailable_spec,
         "max_unavailable": max_unavailable,
@@ -562,6 +571,32 @@ def primary_blocker(blockers):
     return sorted(blockers, key=lambda b: (-counts[b["kind"]], _KIND_RANK.get(b["kind"], 0), b["node"] or ""))[0]
 
 
+def controller_tally(pods, is_new):
+    """The status numbers the DaemonSet controller would write for ``pods`` (``updateDaemonSetStatus``).
+
+    Per target node, the controller looks at one pod: the oldest (a pod with ``spec.nodeName`` before
+    one without, then by creationTimestamp, then by name), leaving out pods that are both terminal
+    (Succeeded or Failed) and being deleted. Returns ``{"current", "updated", "ready"}``: nodes with a
+    pod, nodes whose pod is updated, nodes whose pod is Ready. Misscheduled nodes are counted too: the
+    caller compares only when the status says there are none.
+    """
+    chosen = {}
+    for pod in pods:
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed") and _meta(pod).get("deletionTimestamp"):
+            continue
+        node = target_node(pod)
+        if not node:
+            continue
+        key = (0 if (pod.get("spec") or {}).get("nodeName") else 1,
+               _meta(pod).get("creationTimestamp") or "", _meta(pod).get("name") or "")
+        if node not in chosen or key < chosen[node][0]:
+            chosen[node] = (key, pod)
+    picked = [pod for _, pod in chosen.values()]
+    return {"current": len(picked), "updated": len([p for p in picked if is_new(p)]),
+            "ready": len([p for p in picked if pod_ready(p)])}
+
+
 def _nodes_of(pod_names, per_node):
     names = set(pod_names)
     return {n for n, s in per_node.items() if names.intersection(s["old"])}
@@ -592,6 +627,8 @@ def describe(analysis):
             % (analysis["phase"], analysis["observed_generation"], analysis["generation"], analysis["desired"],
                analysis["current"], analysis["updated"], analysis["ready"], analysis["available"],
                analysis["unavailable"], analysis["old_image_pods"], analysis["max_unavailable"]))
+    if not analysis.get("status_agrees_with_pods", True):
+        text += "; the status does not yet count the pods listed"
     if blocker:
         text += "; blocker %s on %s: %s" % (blocker["kind"], blocker["node"], blocker["message"])
     return text

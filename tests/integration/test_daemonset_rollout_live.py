@@ -11,10 +11,12 @@ tests/fixtures/rollout/*.json were made).
 
 import json
 import os
+import time
 import uuid
 
 import pytest
 
+from ansible_collections.gpuop.gates.plugins.module_utils import rollout as rollout_utils
 from ansible_collections.gpuop.gates.plugins.module_utils.k8s import Cluster, NotFound, wait_for
 
 LAB_NODES = ["lab-node-0", "lab-node-1", "lab-node-2"]
@@ -202,6 +204,37 @@ def test_memory_update_stalls_with_insufficient_memory(lab_kubeconfig, rollout, 
     assert waiting.get("failed") is True
     assert "timed out after" in waiting["msg"] and "to be complete" in waiting["msg"]
     assert "phase stalled" in waiting["msg"] and "insufficient-memory" in waiting["msg"]
+
+
+def test_no_look_reports_a_stall_the_status_does_not_count_yet(cluster, namespace, daemonsets):
+    """The race behind CI's UPDATED=0 READY=3 of 2026-12-05, looked for on purpose.
+
+    Right after the update the controller deletes one old pod and writes its status, then creates the new
+    pod; for ~10-20 ms the pod list shows the new pod Pending and Unschedulable while the status still says
+    updated 0, ready 3. Looking every 10 ms (this test cluster only, ~2 s per round), that moment was caught
+    in about half the rounds on 2026-12-05; the phase rules before the fix called it stalled. Every look that
+    says stalled must carry the numbers of the real stall, and every round must reach it.
+    """
+    caught = 0
+    for round_ in range(4):
+        name = daemonsets("toolkit-race%d-%s" % (round_, SUFFIX))
+        wait_ds(cluster, namespace, name, all_ready, "all three pods Ready")
+        cluster.patch("%s/%s" % (ds_collection(namespace), name), [
+            {"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/memory", "value": "64Gi"},
+        ], patch_type="json")
+        stalled_looks, deadline, settle_until = [], time.monotonic() + TIMEOUT, None
+        while time.monotonic() < (settle_until or deadline):
+            _ds, pods, analysis = rollout_utils.look(cluster, namespace, name)
+            behind = not analysis["status_agrees_with_pods"] and any(rollout_utils.pod_unschedulable(p) for p in pods)
+            caught += behind
+            if analysis["phase"] == "stalled":
+                stalled_looks.append(rollout_utils.report_text(analysis))
+                settle_until = settle_until or time.monotonic() + 0.5
+            time.sleep(0.01)
+        assert stalled_looks, "round %d: never stalled within %ss" % (round_, TIMEOUT)
+        assert set(stalled_looks) == {"DESIRED=3\nUPDATED=1\nREADY=2\nOLD_IMAGE_PODS=2\nMAX_UNAVAILABLE=1\n"
+                                      "BLOCKER=insufficient-memory\n"}, (round_, sorted(set(stalled_looks)))
+    print("looks that caught the status behind the pods: %d in 4 rounds" % caught)
 
 
 def test_cpu_request_too_large(lab_kubeconfig, rollout, cluster, namespace, daemonsets):

@@ -183,6 +183,21 @@ def on_delete_without_pending(s):
     s["pods"].append(copy.deepcopy(_old(s)[0]))
     s["pods"][-1]["metadata"]["name"] = "old-on-node-0"
     s["pods"][-1]["spec"]["nodeName"] = "lab-node-0"
+    # three old Ready pods: the status the controller writes for them
+    s["daemonset"]["status"].update({"updatedNumberScheduled": 0, "numberReady": 3, "numberAvailable": 3,
+                                     "numberUnavailable": 0})
+
+
+def status_behind_the_pods(s):
+    # Seen in CI on 2026-12-05: the new pod is listed Pending and Unschedulable, one old pod gone, while the
+    # status still carries the numbers of the sync that deleted that old pod.
+    s["daemonset"]["status"].update({"updatedNumberScheduled": 0, "numberReady": 3, "numberAvailable": 3,
+                                     "numberUnavailable": 0})
+
+
+def status_ahead_of_the_pod_list(s):
+    # The status already counts a new pod the pod list (read a moment earlier) does not hold yet.
+    s["pods"].remove(_pending(s))
 
 
 CHANGES = [
@@ -200,6 +215,8 @@ CHANGES = [
     (rollback_reuses_the_old_hash, "complete", None, 0),
     (on_delete_strategy, "stalled", "insufficient-memory", 2),
     (on_delete_without_pending, "stalled", "on-delete", 3),
+    (status_behind_the_pods, "progressing", "insufficient-memory", 2),
+    (status_ahead_of_the_pod_list, "progressing", None, 2),
 ]
 
 
@@ -219,6 +236,57 @@ def test_phase_from_state(change, phase, blocker, old):
     assert result["phase"] == phase
     assert (result["blocker"] or {}).get("kind") == blocker
     assert result["old_image_pods"] == old
+
+
+def test_the_recorded_states_status_is_what_the_controller_tally_gives():
+    for name, _expected, _report in RECORDED:
+        state = fixture(name)
+        result = analyse(state)
+        assert result["status_agrees_with_pods"] is True, name
+
+
+def _tally_pod(name, node, created, new, ready, bound=True, phase="Running", deleting=False):
+    pod = {"metadata": {"name": name, "creationTimestamp": created,
+                        "labels": {"pod-template-generation": "2" if new else "1"}},
+           "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+               "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}},
+           "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    if bound:
+        pod["spec"]["nodeName"] = node
+    if deleting:
+        pod["metadata"]["deletionTimestamp"] = "2026-12-05T00:00:09Z"
+    return pod
+
+
+def _is_new(pod):
+    return pod["metadata"]["labels"]["pod-template-generation"] == "2"
+
+
+@pytest.mark.parametrize("pods, expected", [
+    # one pod per node: each counts
+    ([_tally_pod("a", "n0", "2026-12-05T00:00:01Z", False, True),
+      _tally_pod("b", "n1", "2026-12-05T00:00:02Z", True, False, bound=False, phase="Pending")],
+     {"current": 2, "updated": 1, "ready": 1}),
+    # two pods on a node: the oldest is looked at
+    ([_tally_pod("old", "n0", "2026-12-05T00:00:01Z", False, True),
+      _tally_pod("new", "n0", "2026-12-05T00:00:05Z", True, False)],
+     {"current": 1, "updated": 0, "ready": 1}),
+    # a bound pod before an older unbound one
+    ([_tally_pod("unbound", "n0", "2026-12-05T00:00:01Z", True, False, bound=False, phase="Pending"),
+      _tally_pod("bound", "n0", "2026-12-05T00:00:05Z", False, True)],
+     {"current": 1, "updated": 0, "ready": 1}),
+    # same creation time: by name
+    ([_tally_pod("z", "n0", "2026-12-05T00:00:01Z", True, True),
+      _tally_pod("a", "n0", "2026-12-05T00:00:01Z", False, False)],
+     {"current": 1, "updated": 0, "ready": 0}),
+    # being deleted and terminal: left out; being deleted but running: still counted
+    ([_tally_pod("gone", "n0", "2026-12-05T00:00:01Z", False, False, phase="Failed", deleting=True),
+      _tally_pod("going", "n1", "2026-12-05T00:00:01Z", False, True, deleting=True)],
+     {"current": 1, "updated": 0, "ready": 1}),
+    ([], {"current": 0, "updated": 0, "ready": 0}),
+])
+def test_controller_tally(pods, expected):
+    assert rollout.controller_tally(pods, _is_new) == expected
 
 
 def test_percentages_resolve_against_desired():
