@@ -183,19 +183,12 @@ warnings_found:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuop.gates.plugins.module_utils.containerd_dropin import argument_spec, run
-from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import call_or_fail
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    error = None
-    try:
-        result = run(module.params, module.check_mode)
-    except GpuopError as exc:
-        error = exc.msg
-    if error is not None:
-        # Outside the except block: Ansible then attaches no traceback to the failure.
-        module.fail_json(msg=error)
+    result = call_or_fail(module, run, module.params, module.check_mode)
     diff = result.pop("diff")
     for warning in result["warnings_found"]:
         module.warn(warning)

@@ -104,20 +104,13 @@ absent:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.errors import call_or_fail
 from ansible_collections.gpuop.gates.plugins.module_utils.file_set import argument_spec, run
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    error = None
-    try:
-        result = run(module.params, check_mode=module.check_mode)
-    except GpuopError as exc:
-        error = exc.msg
-    if error is not None:
-        # Outside the except block: Ansible then attaches no traceback to the failure.
-        module.fail_json(msg=error)
+    result = call_or_fail(module, run, module.params, check_mode=module.check_mode)
     if not module._diff:
         result.pop("diff")
     module.exit_json(**result)

@@ -14,3 +14,18 @@ class GpuopError(Exception):
         super().__init__(msg)
         self.msg = msg
         self.details = details
+
+
+def call_or_fail(module, function, *args, **kwargs):
+    """``function(*args, **kwargs)``'s result, or the module fails with the GpuopError's message alone.
+
+    ``fail_json`` is called outside the ``except`` block: Ansible then attaches no traceback to the failure.
+    """
+    try:
+        result = function(*args, **kwargs)
+    except GpuopError as exc:
+        error = exc.msg
+    else:
+        return result
+    module.fail_json(msg=error)
+    raise AssertionError("fail_json returned")  # pragma: no cover - fail_json exits
