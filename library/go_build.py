@@ -84,6 +84,7 @@ attributes:
     description: Says whether it would build; builds, removes and locks nothing.
   diff_mode:
     support: none
+    description: The result says what was built; binaries have no useful diff.
 notes:
   - Minutes for a large command (kube-apiserver alone compiles for about 4 minutes on 2 cores). Run it with
     C(async) and C(poll) to see a line every few seconds while it works.

@@ -592,7 +592,7 @@ def controller_tally(pods, is_new):
                _meta(pod).get("creationTimestamp") or "", _meta(pod).get("name") or "")
         if node not in chosen or key < chosen[node][0]:
             chosen[node] = (key, pod)
-    picked = [pod for _, pod in chosen.values()]
+    picked = [entry[1] for entry in chosen.values()]
     return {"current": len(picked), "updated": len([p for p in picked if is_new(p)]),
             "ready": len([p for p in picked if pod_ready(p)])}
 
