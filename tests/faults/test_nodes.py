@@ -59,12 +59,13 @@ def twins(tmp_path):
              "node_twins_list": [{"name": name, "port": port, "containerd": containerd,
                                   "python": os.path.join(PYENV, python, "bin", "python3")}
                                  for (name, containerd, python), port in zip(TWINS, _free_ports(len(TWINS)))]}
-    _playbook("twins.yml", extra)
-    with open(extra["node_twins_inventory"]) as handle:
-        hosts = yaml.safe_load(handle)["all"]["children"]["gpu_nodes"]["hosts"]
-    state = {"extra": extra, "folder": folder, "inventory": extra["node_twins_inventory"], "hosts": hosts}
-    state["original"] = {name: _on(state, name, "cat /etc/containerd/config.toml") for name in hosts}
     try:
+        # Inside the try: twins.yml that fails half-way has started some twins, and twins-down.yml stops them.
+        _playbook("twins.yml", extra)
+        with open(extra["node_twins_inventory"]) as handle:
+            hosts = yaml.safe_load(handle)["all"]["children"]["gpu_nodes"]["hosts"]
+        state = {"extra": extra, "folder": folder, "inventory": extra["node_twins_inventory"], "hosts": hosts}
+        state["original"] = {name: _on(state, name, "cat /etc/containerd/config.toml") for name in hosts}
         yield state
     finally:
         _playbook("twins-down.yml", extra)

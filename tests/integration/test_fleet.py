@@ -106,8 +106,9 @@ def fleet(tmp_path_factory, lab_kubeconfig):
                                                                                        _free_ports(len(TWINS)))]}
     cluster = Cluster(lab_kubeconfig)
     namespace, rc_name, node = _name("ns"), _name("rc"), _name("handler")
-    _playbook([os.path.join("playbooks", "twins.yml"), "-e", json.dumps(extra)])
     try:
+        # Inside the try: twins.yml that fails half-way has started some twins, and twins-down.yml stops them.
+        _playbook([os.path.join("playbooks", "twins.yml"), "-e", json.dumps(extra)])
         with open(extra["node_twins_inventory"]) as handle:
             hosts = yaml.safe_load(handle)["all"]["children"]["gpu_nodes"]["hosts"]
         for kind, (_containerd, steps, _codes) in TWINS.items():

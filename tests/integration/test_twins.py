@@ -77,8 +77,9 @@ def twins(tmp_path_factory):
                                   "python": os.path.join(PYENV, python, "bin", "python3")}
                                  for (name, containerd, python, _v), port in zip(TWINS, ports)]}
     host_before = {p: _digest(p) for p in ("/etc/containerd/config.toml", "/etc/containerd", "/run/containerd")}
-    first = _playbook("twins.yml", extra)
     try:
+        # Inside the try: twins.yml that fails half-way has started some twins, and twins-down.yml stops them.
+        first = _playbook("twins.yml", extra)
         yield {"extra": extra, "folder": folder, "first": first, "host_before": host_before}
     finally:
         _playbook("twins-down.yml", extra)
@@ -132,9 +133,13 @@ def test_the_teardown_stops_every_process_of_every_twin(tmp_path):
     [port] = _free_ports(1)
     extra = {"node_twins_dir": folder, "node_twins_inventory": os.path.join(folder, "inventory.yml"),
              "node_twins_list": [{"name": "twin-down", "port": port, "containerd": "system"}]}
-    _playbook("twins.yml", extra)
-    with open(os.path.join(folder, "twin-down", "twin.json")) as handle:
-        record = json.load(handle)
+    try:
+        _playbook("twins.yml", extra)
+        with open(os.path.join(folder, "twin-down", "twin.json")) as handle:
+            record = json.load(handle)
+    except BaseException:
+        _playbook("twins-down.yml", extra)
+        raise
     namespace = record["mnt_ns"]
 
     def members():
