@@ -1,12 +1,15 @@
 # Copyright: (c) 2026, gpuop contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Deterministic file output: compare, diff, and atomic replace (temp file in the same folder)."""
+"""Deterministic file output: compare, diff, and atomic replace (temp file in the same folder); exclusive locks."""
 
+import contextlib
+import fcntl
 import os
 import re
 import stat
 import tempfile
+import time
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
 
@@ -18,6 +21,32 @@ def read_text(path):
             return handle.read()
     except FileNotFoundError:
         return None
+
+
+LOCK_POLL = 0.2
+
+
+@contextlib.contextmanager
+def exclusive_lock(path, timeout, busy, clock=time.monotonic, sleep=time.sleep):
+    """Hold ``path`` exclusively (flock: released when the process ends, however it ends).
+
+    Another holder is waited for, polled every ``LOCK_POLL`` seconds, for at most ``timeout`` seconds; then
+    GpuopError(``busy``). Yields the seconds waited.
+    """
+    with open(path, "a") as handle:
+        started = clock()
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except (BlockingIOError, PermissionError):
+                if clock() - started >= timeout:
+                    raise GpuopError(busy)
+                sleep(LOCK_POLL)
+        try:
+            yield clock() - started
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def atomic_write(path, content, mode=0o644, owner=None):

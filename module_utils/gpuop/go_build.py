@@ -15,7 +15,6 @@ replaced.
 ``plan`` and ``build_argv`` are pure; ``ensure`` does the I/O.
 """
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ import tempfile
 import time
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils.files import exclusive_lock
 
 LOCK_SUFFIX = ".lock"
 TEMP_INFIX = ".tmp-"
@@ -64,35 +64,6 @@ def tail(text, lines=TAIL_LINES):
     return "\n".join((text or "").rstrip("\n").splitlines()[-lines:])
 
 
-class _Lock:
-    """``<dest>.lock``, held exclusively; waited for at most ``timeout`` seconds (polled every 0.2 s)."""
-
-    def __init__(self, path, timeout, clock=time.monotonic, sleep=time.sleep):
-        self.path, self.timeout, self.clock, self.sleep = path, timeout, clock, sleep
-        self.handle = None
-        self.waited = 0.0
-
-    def __enter__(self):
-        self.handle = open(self.path, "a+")
-        started = self.clock()
-        while True:
-            try:
-                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self.waited = self.clock() - started
-                return self
-            except (BlockingIOError, PermissionError):
-                if self.clock() - started >= self.timeout:
-                    self.handle.close()
-                    raise GpuopError("another run has been building %s for more than %ss (it holds %s); "
-                                     "let it finish, or raise the lock timeout"
-                                     % (self.path[:-len(LOCK_SUFFIX)], self.timeout, self.path))
-                self.sleep(0.2)
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
-
-
 def _run(argv, cwd, env, what):
     try:
         proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
@@ -132,8 +103,7 @@ def ensure(params, check_mode=False, clock=time.monotonic, environ=None):
     if plan(os.path.isdir(dest), missing_binaries(dest, names)) == "keep":
         return result
     if check_mode:
-        result["changed"] = True
-        result["built"] = names
+        result.update(changed=True, built=names)
         return result
 
     parent = os.path.dirname(dest)
@@ -141,8 +111,11 @@ def ensure(params, check_mode=False, clock=time.monotonic, environ=None):
         os.makedirs(parent, exist_ok=True)
     except OSError as exc:
         raise GpuopError("cannot make the cache folder %s: %s" % (parent, exc.strerror or exc))
-    with _Lock(dest + LOCK_SUFFIX, params["lock_timeout"], clock=clock) as lock:
-        result["lock_waited"] = round(lock.waited, 3)
+    lock = dest + LOCK_SUFFIX
+    busy = ("another run has been building %s for more than %ss (it holds %s); let it finish, or raise the lock "
+            "timeout" % (dest, params["lock_timeout"], lock))
+    with exclusive_lock(lock, params["lock_timeout"], busy, clock=clock) as waited:
+        result["lock_waited"] = round(waited, 3)
         missing = missing_binaries(dest, names)
         action = plan(os.path.isdir(dest), missing)
         if action == "keep":
@@ -152,15 +125,16 @@ def ensure(params, check_mode=False, clock=time.monotonic, environ=None):
             result["removed_temps"].append(os.path.join(parent, name))
         if action == "replace":
             result["replaced_incomplete"] = missing
-        result.update(_build(params, dest, names, clock, environ))
+        temp, result["seconds"] = _build(params, dest, clock, environ)
         if action == "replace":
             _remove(dest)
-        os.rename(os.path.join(result.pop("_temp")), dest)
-    result["changed"] = True
+        os.rename(temp, dest)
+    result.update(changed=True, built=names)
     return result
 
 
-def _build(params, dest, names, clock, environ):
+def _build(params, dest, clock, environ):
+    """Build every binary into a new temporary folder beside ``dest``; returns it and the seconds per part."""
     env = dict(os.environ if environ is None else environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly")
     temp = tempfile.mkdtemp(prefix=os.path.basename(dest) + TEMP_INFIX, dir=os.path.dirname(dest))
     try:
@@ -186,7 +160,7 @@ def _build(params, dest, names, clock, environ):
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
-    return {"built": list(names), "seconds": seconds, "_temp": temp}
+    return temp, seconds
 
 
 def argument_spec():

@@ -24,7 +24,6 @@ What kwokctl does not say by its exit code, learnt on this machine:
 """
 
 import contextlib
-import fcntl
 import glob
 import json
 import os
@@ -32,6 +31,7 @@ import re
 import time
 
 from ansible_collections.gpuop.gates.plugins.module_utils.errors import GpuopError
+from ansible_collections.gpuop.gates.plugins.module_utils import files
 from ansible_collections.gpuop.gates.plugins.module_utils.files import ensure_file, read_text
 from ansible_collections.gpuop.gates.plugins.module_utils.names import DNS1123_LABEL_RE
 
@@ -78,7 +78,7 @@ def after_create(answers, attempt):
 # ------------------------------------------------------------------------------------ the lock
 
 LOCK_NAME = "gpuop-create.lock"
-LOCK_POLL = 0.2
+LOCK_POLL = files.LOCK_POLL
 
 
 def lock_timeout(wait_timeout):
@@ -92,21 +92,10 @@ def creation_lock(home, timeout, clock=time.monotonic, sleep=time.sleep):
     if not os.path.isdir(home):
         os.makedirs(home, 0o755)
     path = os.path.join(home, LOCK_NAME)
-    with open(path, "a") as handle:
-        deadline = clock() + timeout
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except (BlockingIOError, PermissionError):
-                if clock() >= deadline:
-                    raise GpuopError("another run has been creating or starting a kwok cluster for %ds (it holds %s); "
-                                     "try again when it is done" % (timeout, path))
-                sleep(LOCK_POLL)
-        try:
-            yield path
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    busy = ("another run has been creating or starting a kwok cluster for %ds (it holds %s); "
+            "try again when it is done" % (timeout, path))
+    with files.exclusive_lock(path, timeout, busy, clock=clock, sleep=sleep):
+        yield path
 
 
 # ------------------------------------------------------------------------------------ paths

@@ -4,6 +4,7 @@ The pure parts as data tables; ``ensure`` with a stand-in ``go`` (a shell script
 writes the binary ``-o`` names, slowly) in processes of their own, the way two playbooks would run it.
 """
 
+import fcntl
 import multiprocessing
 import os
 import stat
@@ -174,7 +175,6 @@ def test_bad_input_is_one_message(setup, change, message):
 def test_a_lock_held_too_long_fails_naming_it(setup):
     params, log, cache = setup
     cache.mkdir()
-    import fcntl
     with open(params["dest"] + ".lock", "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         params["lock_timeout"] = 0
